@@ -1,0 +1,197 @@
+"""Frames -> message: one msgpack decode whose extension hook rebuilds every placeholder.
+
+Strategy: placeholders are resolved inside msgpack's ext_hook, as the header is decoded, so
+there is no second walk over the result. Every index, count and length read from the wire is
+checked before it is used; Limits are checked before decoding starts; nested extension
+payloads are bounded by MAX_NESTED_EXT (each costs a nested msgpack call on the C stack).
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Optional
+
+import msgpack
+
+from ._dispatch import as_byte_view
+from ._errors import DeserializationError, FastserError
+from ._limits import DEFAULT_LIMITS, Limits
+from ._serialize import check_families, deserialize
+from ._split import merge_frames, nbytes
+from ._types import Frame, Header
+from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
+                    EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
+                    EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_SERIALIZER, MAX_NESTED_EXT,
+                    WIRE_VERSION)
+from .wrappers import Pickled, Serialized
+
+SerializedFactory = Callable[[Header, list[Frame]], Any]
+PICKLE: Final = "pickle"
+
+
+def unpack(data: Any, ext_hook: Any) -> Any:
+    return msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False,
+                           use_list=True)
+
+
+def unpack_plain(data: Any) -> Any:
+    # Records and refs hold no extension types; without a hook there is no recursion.
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+
+
+class Decoder:
+    def __init__(self, *, deserialize: bool = True,
+                 deserializers: Optional[Sequence[str]] = None,
+                 limits: Optional[Limits] = None, open_pickled: bool = False,
+                 serialized_factory: Optional[SerializedFactory] = None) -> None:
+        self.deserialize = bool(deserialize)
+        self.deserializers: Optional[tuple[str, ...]] = (
+            None if deserializers is None else check_families(deserializers, "deserializers"))
+        self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
+        self.open_pickled = bool(open_pickled)
+        self.serialized_factory = serialized_factory
+        self.pickle_allowed: bool = self.deserializers is None or PICKLE in self.deserializers
+
+    def loads(self, frames: Sequence[Frame]) -> Any:
+        frame_list: list[Any] = frames if type(frames) is list else list(frames)
+        self.check_limits(frame_list)
+        header = frame_list[0]
+        view = as_byte_view(header)
+        if view.nbytes == 0 or view[0] != WIRE_VERSION:
+            found = view[0] if view.nbytes else "nothing"
+            raise DeserializationError(
+                f"frame 0 is not a fastser header of wire version {WIRE_VERSION} "
+                f"(first byte: {found})")
+        state = DecodeState(self, frame_list)
+        try:
+            return unpack(view[1:], state.ext_hook)
+        except FastserError:
+            raise
+        except Exception as exc:
+            raise DeserializationError(
+                f"corrupt header frame: {type(exc).__name__}: {exc}") from exc
+
+    def check_limits(self, frames: list[Any]) -> None:
+        # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame
+        # item before the check below could name it.
+        limits = self.limits
+        count = len(frames)
+        if count == 0:
+            raise DeserializationError("no frames: a message has at least its header frame")
+        if count > limits.max_frames:
+            raise DeserializationError(
+                f"{count} frames exceed Limits.max_frames={limits.max_frames}")
+        total = 0
+        for index, frame in enumerate(frames):
+            if type(frame) is not bytes and type(frame) is not bytearray and type(frame) is not memoryview:
+                raise DeserializationError(
+                    f"frame {index} is a {type(frame).__qualname__}, not a bytes-like frame")
+            size = nbytes(frame)
+            if size > limits.max_frame_bytes:
+                raise DeserializationError(
+                    f"frame {index} of {size} bytes exceeds "
+                    f"Limits.max_frame_bytes={limits.max_frame_bytes}")
+            total += size
+        if nbytes(frames[0]) > limits.max_header_bytes:
+            raise DeserializationError(
+                f"header frame of {nbytes(frames[0])} bytes exceeds "
+                f"Limits.max_header_bytes={limits.max_header_bytes}")
+        if total > limits.max_message_bytes:
+            raise DeserializationError(
+                f"message of {total} bytes exceeds "
+                f"Limits.max_message_bytes={limits.max_message_bytes}")
+
+
+class DecodeState:
+    """What one loads call needs inside msgpack's ext_hook."""
+
+    def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
+        self.decoder = decoder
+        self.frames = frames
+        self.nested_ext = 0
+        self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
+
+    def ext_hook(self, code: int, data: bytes) -> Any:
+        if code == EXT_TUPLE:
+            return tuple(self.nested_items(data))
+        if code == EXT_SERIALIZED:
+            return self.serialized(data)
+        if code == EXT_PICKLED:
+            return self.pickled(data)
+        if code == EXT_BYTES_FRAME:
+            frame = self.frame_at(unpack_plain(data))
+            return frame if type(frame) is bytes else bytes(frame)
+        if code == EXT_BIGINT:
+            return int.from_bytes(data, "little", signed=True)
+        if code == EXT_SET:
+            return set(self.nested_items(data))
+        if code == EXT_FROZENSET:
+            return frozenset(self.nested_items(data))
+        if code == EXT_BYTEARRAY:
+            return bytearray(data)
+        if code == EXT_MEMORYVIEW:
+            return memoryview(data)
+        if code == EXT_BYTEARRAY_FRAME:
+            frame = self.frame_at(unpack_plain(data))
+            return frame if type(frame) is bytearray else bytearray(frame)
+        if code == EXT_MEMORYVIEW_FRAME:
+            return as_byte_view(self.frame_at(unpack_plain(data)))
+        raise DeserializationError(f"unknown extension type code {code} in the header frame")
+
+    def nested_items(self, data: bytes) -> list[Any]:
+        if self.nested_ext >= self.max_nested:
+            raise DeserializationError(
+                f"tuples, sets and frozensets nested more than {self.max_nested} deep")
+        self.nested_ext += 1
+        items = unpack(data, self.ext_hook)
+        self.nested_ext -= 1
+        if type(items) is not list:
+            raise DeserializationError("a tuple or set placeholder does not hold an array")
+        return items
+
+    def frame_at(self, ref: Any) -> Frame:
+        """The payload frame a ref names: inline bytes, an index, or [start, count] pieces."""
+        if type(ref) is bytes:
+            return ref
+        count = len(self.frames)
+        if type(ref) is int:
+            if not 0 < ref < count:
+                raise DeserializationError(f"frame index {ref} out of range (1..{count - 1})")
+            return self.frames[ref]
+        if type(ref) is list and len(ref) == 2 and type(ref[0]) is int and type(ref[1]) is int:
+            start, pieces = ref[0], ref[1]
+            if not (0 < start and 0 < pieces and start + pieces <= count):
+                raise DeserializationError(
+                    f"frame range [{start}, {start}+{pieces}) out of range (1..{count - 1})")
+            merged = merge_frames(self.frames[start:start + pieces])
+            if nbytes(merged) > self.decoder.limits.max_frame_bytes:
+                raise DeserializationError(
+                    f"joined frame of {nbytes(merged)} bytes exceeds "
+                    f"Limits.max_frame_bytes={self.decoder.limits.max_frame_bytes}")
+            return merged
+        raise DeserializationError(f"bad frame reference {ref!r}")
+
+    def record(self, data: bytes) -> tuple[Header, list[Frame]]:
+        record = unpack_plain(data)
+        if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
+                or type(record[1]) is not list:
+            raise DeserializationError("a payload placeholder is not [header, frames]")
+        return record[0], [self.frame_at(ref) for ref in record[1]]
+
+    def serialized(self, data: bytes) -> Any:
+        header, frames = self.record(data)
+        decoder = self.decoder
+        if decoder.deserialize:
+            return deserialize(header, frames, decoder.deserializers)
+        if decoder.serialized_factory is not None:
+            return decoder.serialized_factory(header, frames)
+        return Serialized(header, frames)
+
+    def pickled(self, data: bytes) -> Any:
+        header, frames = self.record(data)
+        decoder = self.decoder
+        if decoder.pickle_allowed and (decoder.deserialize or decoder.open_pickled):
+            if header.get(HEADER_SERIALIZER) != PICKLE:
+                raise DeserializationError(
+                    f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
+            return deserialize(header, frames, decoder.deserializers)
+        # Never unpickled here: forwarded as it arrived.
+        return Pickled(header, frames)

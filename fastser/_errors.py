@@ -1,0 +1,31 @@
+"""The one exception family of fastser. Foreign exceptions are translated at the entry points.
+
+Not compiled: mypyc native classes cannot inherit from two built-in exception types, and
+nothing here is on a hot path.
+"""
+
+
+class FastserError(Exception):
+    """Base class of every error fastser raises on purpose."""
+
+
+class SerializationError(FastserError, TypeError):
+    """An object in a message could not be serialized; the text names its type and path."""
+
+
+class DeserializationError(FastserError, ValueError):
+    """Frames could not be turned back into a message: bad, hostile or refused input."""
+
+
+class FrameError(DeserializationError):
+    """A byte stream or frame list is malformed, truncated, or exceeds the Limits."""
+
+
+class UnencodableError(SerializationError):
+    """Raised inside the encoder's walk; dumps re-raises it as a SerializationError that
+    adds the path of `obj` to `reason` (the walk itself carries no path)."""
+
+    def __init__(self, obj: object, reason: str) -> None:
+        super().__init__(reason)
+        self.obj = obj
+        self.reason = reason

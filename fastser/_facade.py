@@ -1,0 +1,182 @@
+"""The documented public functions, and the docstrings of the compiled public classes.
+
+Not compiled, on purpose: mypyc drops the docstrings of compiled functions and classes
+(https://github.com/mypyc/mypyc/issues/437). Each function here is a thin call into the
+compiled code; class docstrings are attached to the compiled classes at import.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
+
+from . import _codec, _registry, _serialize, _walk
+from ._decoder import Decoder
+from ._encoder import DEFAULT_SPLIT_SIZE, Encoder
+from ._limits import Limits
+from ._serialize import OnError
+from ._types import Frame, Header
+from .wrappers import Pickled, Serialize, Serialized, ToPickle
+
+_DEFAULT_ENCODER = _codec.DEFAULT_ENCODER
+_DEFAULT_DECODER = _codec.DEFAULT_DECODER
+
+
+def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
+          on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
+          frame_split_size: int = DEFAULT_SPLIT_SIZE,
+          compression: Optional[str] = None) -> list[Frame]:
+    """Turn a message into frames: a msgpack header frame, then payload frames.
+
+    Parameters
+    ----------
+    msg: any nesting of None, bool, int, float, str, bytes, bytearray, memoryview, list,
+        tuple, dict, set and frozenset, with Serialize/ToPickle/Serialized/Pickled wrappers
+        and other objects anywhere inside. Every value comes back from loads with its type.
+    serializers: families tried in order for Serialize payloads (default
+        ("dispatch", "pickle")). Objects that are not message types are pickled when
+        "pickle" is among them, and refused otherwise.
+    on_error: "raise" (SerializationError) or "message" (the payload becomes an "error"
+        record that raises DeserializationError on receipt).
+    context: passed to every family's dumps as it is.
+    frame_split_size: payload frames larger than this are split into views.
+    compression: None (no other value is supported yet).
+
+    Returns
+    -------
+    list of frames. Bytes-likes of 64 KiB or more, and the large buffers of serialized
+    payloads (numpy arrays, pickle buffers), are frames that alias the caller's memory:
+    nothing large is copied. Do not mutate them until the frames are sent.
+
+    Raises
+    ------
+    SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2].
+    """
+    if (serializers is None and on_error == "raise" and context is None
+            and frame_split_size == DEFAULT_SPLIT_SIZE and compression is None):
+        return _DEFAULT_ENCODER.dumps(msg)
+    return _codec.dumps(msg, serializers=serializers, on_error=on_error, context=context,
+                        frame_split_size=frame_split_size, compression=compression)
+
+
+def loads(frames: Sequence[Frame], *, deserialize: bool = True,
+          deserializers: Optional[Sequence[str]] = None,
+          limits: Optional[Limits] = None) -> Any:
+    """Turn frames made by dumps back into the message.
+
+    Parameters
+    ----------
+    frames: the frame list, header first.
+    deserialize: if False, Serialize payloads come back as Serialized(header, frames) and
+        pickled ones as Pickled, as they arrived; dumps forwards them unchanged.
+    deserializers: the families allowed to run (default: all registered). Without
+        "pickle", nothing is ever unpickled: pickled payloads come back as Pickled.
+    limits: bounds on frame count and sizes (default Limits()).
+
+    Returns
+    -------
+    The message. Large bytes/bytearray values are the received frame objects themselves
+    when their type matches; numpy arrays are views of the received frames.
+
+    Raises
+    ------
+    DeserializationError for bad, truncated, hostile or refused input.
+    """
+    if deserialize and deserializers is None and limits is None:
+        return _DEFAULT_DECODER.loads(frames)
+    return _codec.loads(frames, deserialize=deserialize, deserializers=deserializers,
+                        limits=limits)
+
+
+def serialize(obj: Any, serializers: Optional[Sequence[str]] = None, *,
+              on_error: OnError = "raise",
+              context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
+    """Serialize one object with the first family that takes it.
+
+    Returns (header, frames); header["serializer"] names the family. Frames may alias the
+    object's memory. Raises SerializationError naming the type when no family takes it
+    (or returns an "error" record with on_error="message").
+    """
+    return _serialize.serialize(obj, serializers, on_error=on_error, context=context)
+
+
+def deserialize(header: Header, frames: list[Frame],
+                deserializers: Optional[Sequence[str]] = None) -> Any:
+    """Rebuild one object from (header, frames) with the family header["serializer"] names.
+
+    Raises DeserializationError when that family is not in deserializers (default: all
+    registered families) or fails.
+    """
+    return _serialize.deserialize(header, frames, deserializers)
+
+
+def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
+                      ) -> tuple[Any, dict[tuple[Any, ...], Any], set[tuple[Any, ...]]]:
+    """Split a message into its plain part and its payloads (the seed design's walk).
+
+    Returns a copy of msg without wrappers and bytes-likes of at least bytes_threshold
+    bytes (a dict loses the key, a list or tuple keeps None in the slot), a dict from path
+    (tuple of keys and indices) to each removed object, and the set of paths that were
+    plain bytes-likes. Descends into exact dict, list and tuple; does not modify msg.
+    """
+    return _walk.extract_serialize(msg, bytes_threshold=bytes_threshold)
+
+
+def register_serialization(cls: type, serialize_fn: Callable[[Any], tuple[Header, list[Frame]]],
+                           deserialize_fn: Callable[[Header, list[Frame]], Any], *,
+                           name: Optional[str] = None) -> None:
+    """Register per-type functions with the "dispatch" family.
+
+    serialize_fn(obj) -> (header, frames); deserialize_fn(header, frames) -> obj. Looked up
+    by exact type on the way out and by name (default "module.QualName") on the way in.
+    """
+    _registry.register_serialization(cls, serialize_fn, deserialize_fn, name=name)
+
+
+def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
+    """Call register() the first time a type of toplevel_module is serialized, or a
+    dispatch name under it is received, so that module is imported only when used."""
+    _registry.register_serialization_lazy(toplevel_module, register)
+
+
+def register_serialization_family(
+        name: str, dumps: Callable[[Any, Optional[Mapping[str, Any]]], tuple[Header, list[Frame]]],
+        loads: Callable[[Header, list[Frame]], Any]) -> None:
+    """Register a serializer family: dumps(obj, context) -> (header, frames), raising
+    NotImplementedError to pass; loads(header, frames) -> obj."""
+    _registry.register_serialization_family(name, dumps, loads)
+
+
+CLASS_DOCS: dict[type, str] = {
+    Serialize: """Serialize(data): serialize data out of band with the configured families.
+
+    In a message, comes back from loads as data (or as Serialized with deserialize=False).""",
+    Serialized: """Serialized(header, frames): an object already serialized.
+
+    Sent as it is: never re-encoded or re-compressed. Frames may alias received memory.""",
+    ToPickle: """ToPickle(data): pickle data (protocol 5, buffers out of band).
+
+    Comes back as data when "pickle" is allowed, else as Pickled, unopened.""",
+    Pickled: """Pickled(header, frames): an object already pickled; sent as it is.""",
+    Encoder: """Encoder(*, serializers=None, on_error="raise", context=None,
+    frame_split_size=64 MiB, compression=None, default=None)
+
+    A reusable dumps with fixed options; .dumps(msg) -> list of frames (see fastser.dumps).
+    default(obj), if given, is tried for objects that are neither message types nor
+    wrappers, before the pickle fallback; it returns a replacement (a wrapper, say) or
+    raises NotImplementedError. Safe to share between threads.""",
+    Decoder: """Decoder(*, deserialize=True, deserializers=None, limits=None,
+    open_pickled=False, serialized_factory=None)
+
+    A reusable loads with fixed options; .loads(frames) -> message (see fastser.loads).
+    open_pickled: with deserialize=False, still unpickle ToPickle/Pickled payloads when
+    "pickle" is allowed. serialized_factory(header, frames) builds what a kept Serialize
+    payload becomes (default Serialized). Safe to share between threads.""",
+    Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
+    max_header_bytes=64 MiB, max_depth=256)
+
+    Bounds that loads, every Decoder and the frame readers check before allocating.""",
+}
+
+
+def attach_class_docs() -> None:
+    for cls, doc in CLASS_DOCS.items():
+        cls.__doc__ = doc

@@ -1,0 +1,38 @@
+"""Bounds applied to every reader and Decoder before anything is allocated."""
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+# Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
+# million frames), small enough that a hostile 24-byte prelude cannot reserve more.
+DEFAULT_MAX_FRAMES: Final = 1_048_576
+DEFAULT_MAX_FRAME_BYTES: Final = 2**30
+DEFAULT_MAX_MESSAGE_BYTES: Final = 2**32
+DEFAULT_MAX_HEADER_BYTES: Final = 64 * 2**20
+# Deeper than any real message, far below what overflows the C stack anywhere.
+DEFAULT_MAX_DEPTH: Final = 256
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_frames: int = DEFAULT_MAX_FRAMES
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+    def __post_init__(self) -> None:
+        for name in ("max_frames", "max_frame_bytes", "max_message_bytes",
+                     "max_header_bytes", "max_depth"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"Limits.{name} must be a positive int, got {value!r}")
+
+    # mypyc: a compiled frozen dataclass cannot be pickled or copied without __reduce__
+    # (FrozenInstanceError from the default protocol; see shared/FACTS.md).
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Limits, (self.max_frames, self.max_frame_bytes, self.max_message_bytes,
+                         self.max_header_bytes, self.max_depth))
+
+
+DEFAULT_LIMITS: Final = Limits()

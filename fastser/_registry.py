@@ -1,0 +1,94 @@
+"""The registry: serializer families by name, and the dispatch family's per-type functions.
+
+Dispatch entries are found by exact type when serializing and by registered name when
+deserializing; a registration can wait until the module that defines its type is in use
+(numpy is registered that way, so fastser never imports it on its own).
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Optional
+
+from ._errors import DeserializationError
+from ._types import Frame, Header
+
+# A family's dumps takes the object and the caller's context (or None) and returns
+# (header, frames), or raises NotImplementedError to hand the object to the next family.
+FamilyDumps = Callable[[Any, Optional[Mapping[str, Any]]], tuple[Header, list[Frame]]]
+FamilyLoads = Callable[[Header, list[Frame]], Any]
+# A dispatch entry's functions: obj -> (header, frames) and (header, frames) -> obj.
+TypeDumps = Callable[[Any], tuple[Header, list[Frame]]]
+TypeLoads = Callable[[Header, list[Frame]], Any]
+
+
+class Family:
+    def __init__(self, name: str, dumps: FamilyDumps, loads: FamilyLoads) -> None:
+        self.name = name
+        self.dumps = dumps
+        self.loads = loads
+
+
+class DispatchEntry:
+    def __init__(self, name: str, dumps: TypeDumps, loads: TypeLoads) -> None:
+        self.name = name
+        self.dumps = dumps
+        self.loads = loads
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.families: dict[str, Family] = {}
+        self.by_type: dict[type, DispatchEntry] = {}
+        self.by_name: dict[str, DispatchEntry] = {}
+        # top-level module name -> functions that register its types when first needed
+        self.lazy: dict[str, list[Callable[[], None]]] = {}
+
+    def for_type(self, cls: type) -> Optional[DispatchEntry]:
+        entry = self.by_type.get(cls)
+        if entry is None and self.lazy:
+            if self._run_lazy(cls.__module__.partition(".")[0]):
+                entry = self.by_type.get(cls)
+        return entry
+
+    def for_name(self, name: str) -> DispatchEntry:
+        entry = self.by_name.get(name)
+        if entry is None and self._run_lazy(name.partition(".")[0]):
+            entry = self.by_name.get(name)
+        if entry is None:
+            raise DeserializationError(
+                f"no dispatch deserializer is registered under the name {name!r}")
+        return entry
+
+    def family(self, name: str) -> Family:
+        family = self.families.get(name)
+        if family is None:
+            raise ValueError(f"unknown serializer family {name!r}; "
+                             f"registered: {sorted(self.families)}")
+        return family
+
+    def _run_lazy(self, toplevel: str) -> bool:
+        registers = self.lazy.pop(toplevel, None)
+        if registers is None:
+            return False
+        for register in registers:
+            register()
+        return True
+
+
+REGISTRY: Final = Registry()
+
+
+def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: TypeLoads,
+                           *, name: Optional[str] = None) -> None:
+    if name is None:
+        name = f"{cls.__module__}.{cls.__qualname__}"
+    entry = DispatchEntry(name, serialize_fn, deserialize_fn)
+    REGISTRY.by_type[cls] = entry
+    REGISTRY.by_name[name] = entry
+
+
+def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
+    REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
+
+
+def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads) -> None:
+    REGISTRY.families[name] = Family(name, dumps, loads)

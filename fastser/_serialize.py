@@ -1,0 +1,134 @@
+"""One object to (header, frames) and back through the serializer families; the "msgpack"
+and "error" families. Sits on the registry and the family modules.
+"""
+
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, Optional
+
+import msgpack
+
+from ._dispatch import register_builtin_types
+from ._errors import DeserializationError, FastserError, SerializationError
+from ._pickle import register_pickle_family
+from ._registry import REGISTRY, register_serialization_family
+from ._types import Frame, Header
+from ._wire import HEADER_SERIALIZER
+from .wrappers import Pickled, Serialize, Serialized, ToPickle
+
+OnError = Literal["raise", "message"]
+DEFAULT_SERIALIZERS: Final = ("dispatch", "pickle")
+# What a process that must never unpickle should pass as `deserializers`.
+SAFE_DESERIALIZERS: Final = ("dispatch", "msgpack", "error")
+ERROR_FAMILY: Final = "error"
+
+
+def check_on_error(on_error: str) -> None:
+    if on_error != "raise" and on_error != "message":
+        raise ValueError(f"on_error must be 'raise' or 'message', got {on_error!r}")
+
+
+def check_families(names: Sequence[str], what: str) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise TypeError(f"{what} must be a sequence of family names, not a str")
+    for name in names:
+        REGISTRY.family(name)
+    return tuple(names)
+
+
+def serialize(obj: Any, serializers: Optional[Sequence[str]] = None, *,
+              on_error: OnError = "raise",
+              context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
+    check_on_error(on_error)
+    if isinstance(obj, (Serialized, Pickled)):
+        return obj.header, obj.frames
+    if isinstance(obj, Serialize):
+        obj = obj.data
+    elif isinstance(obj, ToPickle):
+        serializers = ("pickle",)
+        obj = obj.data
+    names = DEFAULT_SERIALIZERS if serializers is None else serializers
+    return serialize_with(obj, names, on_error, context)
+
+
+def serialize_with(obj: Any, names: Sequence[str], on_error: str,
+                   context: Optional[Mapping[str, Any]]) -> tuple[Header, list[Frame]]:
+    """Try each family in turn; the first that does not raise NotImplementedError wins."""
+    failure: Optional[BaseException] = None
+    for name in names:
+        family = REGISTRY.family(name)
+        try:
+            header, frames = family.dumps(obj, context)
+        except NotImplementedError:
+            continue
+        except Exception as exc:
+            failure = exc
+            continue
+        header[HEADER_SERIALIZER] = name
+        return header, frames
+    reason = f": {type(failure).__name__}: {failure}" if failure is not None else ""
+    message = (f"cannot serialize object of type {type(obj).__qualname__} "
+               f"with serializers {list(names)}{reason}")
+    if on_error == "message":
+        return error_payload(message, failure)
+    raise SerializationError(message) from failure
+
+
+def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Header, list[Frame]]:
+    """The "error" family's record: message and traceback text, raised again on receipt."""
+    trace = "".join(traceback.format_exception(failure)) if failure is not None else ""
+    return {HEADER_SERIALIZER: ERROR_FAMILY}, [message.encode(), trace.encode()]
+
+
+def deserialize(header: Header, frames: list[Frame],
+                deserializers: Optional[Sequence[str]] = None) -> Any:
+    name = header.get(HEADER_SERIALIZER) if type(header) is dict else None
+    if type(name) is not str:
+        raise DeserializationError(f"a payload header needs a str {HEADER_SERIALIZER!r}")
+    if deserializers is not None and name not in deserializers:
+        raise DeserializationError(
+            f"payload of serializer family {name!r} refused: not in deserializers "
+            f"{list(deserializers)}")
+    family = REGISTRY.families.get(name)
+    if family is None:
+        raise DeserializationError(f"payload of unknown serializer family {name!r}")
+    try:
+        return family.loads(header, frames)
+    except FastserError:
+        raise
+    except Exception as exc:
+        raise DeserializationError(
+            f"the {name!r} family failed to deserialize a payload: "
+            f"{type(exc).__name__}: {exc}") from exc
+
+
+def msgpack_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header, list[Frame]]:
+    try:
+        return {}, [msgpack.packb(obj, use_bin_type=True)]
+    except Exception as exc:
+        raise NotImplementedError(f"msgpack cannot encode {type(obj).__qualname__}") from exc
+
+
+def msgpack_loads(header: Header, frames: list[Frame]) -> Any:
+    if len(frames) != 1:
+        raise DeserializationError(f"a msgpack payload has one frame, got {len(frames)}")
+    return msgpack.unpackb(frames[0], raw=False, strict_map_key=False)
+
+
+def error_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header, list[Frame]]:
+    raise NotImplementedError("the error family only carries failures of other families")
+
+
+def error_loads(header: Header, frames: list[Frame]) -> Any:
+    text = b"\n".join(bytes(frame) for frame in frames).decode("utf-8", "replace")
+    raise DeserializationError(f"the sender could not serialize this payload: {text}")
+
+
+def register_builtin_families() -> None:
+    register_builtin_types()
+    register_pickle_family()
+    register_serialization_family("msgpack", msgpack_dumps, msgpack_loads)
+    register_serialization_family(ERROR_FAMILY, error_dumps, error_loads)
+
+
+register_builtin_families()

@@ -1,0 +1,11 @@
+"""Vocabulary shared by every layer: what a frame and a header are."""
+
+from typing import Any, TypeAlias, Union
+
+# A frame is any contiguous bytes-like object that fastser hands to a socket or receives
+# from one. Payload frames may alias the caller's memory (zero-copy).
+Frame: TypeAlias = Union[bytes, bytearray, memoryview]
+
+# A header describes how the frames of one serialized object are to be read back.
+# It must be encodable by msgpack (str keys; str/int/float/bool/None/bytes/list/dict values).
+Header: TypeAlias = dict[str, Any]

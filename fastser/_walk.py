@@ -1,0 +1,86 @@
+"""extract_serialize: the walk of the seed design, kept as a public tool.
+
+Returns a copy of a message without its wrappers and large bytes-likes, and where they were.
+Paths are built only for what is removed; the walk keeps one shared stack of keys.
+"""
+
+from typing import Any
+
+from ._split import nbytes
+from .wrappers import Pickled, Serialize, Serialized, ToPickle
+
+
+class Extractor:
+    def __init__(self, bytes_threshold: int) -> None:
+        self.bytes_threshold = bytes_threshold
+        self.extracted: dict[tuple[Any, ...], Any] = {}
+        self.bytes_paths: set[tuple[Any, ...]] = set()
+        self.path: list[Any] = []
+
+    def take(self, key: Any, value: object) -> bool:
+        """Record `value` under path + key if it is to be removed; say whether it was."""
+        if type(value) is bytes or type(value) is bytearray or type(value) is memoryview:
+            if nbytes(value) < self.bytes_threshold:
+                return False
+            path = (*self.path, key)
+            self.bytes_paths.add(path)
+        elif isinstance(value, (Serialize, Serialized, ToPickle, Pickled)):
+            path = (*self.path, key)
+        else:
+            return False
+        self.extracted[path] = value
+        return True
+
+    def walk(self, obj: object) -> object:
+        if type(obj) is dict:
+            return self.walk_dict(obj)
+        if type(obj) is list:
+            return self.walk_items(obj)
+        if type(obj) is tuple:
+            return tuple(self.walk_items(obj))
+        return obj
+
+    def walk_dict(self, obj: dict[Any, Any]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            if self.take(key, value):
+                continue
+            t = type(value)
+            if t is dict or t is list or t is tuple:
+                self.path.append(key)
+                out[key] = self.walk(value)
+                self.path.pop()
+            else:
+                out[key] = value
+        return out
+
+    def walk_items(self, obj: "list[Any] | tuple[Any, ...]") -> list[Any]:
+        out: list[Any] = []
+        index = 0
+        for value in obj:
+            if self.take(index, value):
+                out.append(None)
+            else:
+                t = type(value)
+                if t is dict or t is list or t is tuple:
+                    self.path.append(index)
+                    out.append(self.walk(value))
+                    self.path.pop()
+                else:
+                    out.append(value)
+            index += 1
+        return out
+
+
+def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
+                      ) -> tuple[Any, dict[tuple[Any, ...], Any], set[tuple[Any, ...]]]:
+    extractor = Extractor(bytes_threshold)
+    if extractor.take("", msg):
+        # The message itself is a payload: nothing is left of it, and its path is ().
+        value = extractor.extracted.pop(("",))
+        extractor.extracted[()] = value
+        if ("",) in extractor.bytes_paths:
+            extractor.bytes_paths.discard(("",))
+            extractor.bytes_paths.add(())
+        return None, extractor.extracted, extractor.bytes_paths
+    return extractor.walk(msg), extractor.extracted, extractor.bytes_paths

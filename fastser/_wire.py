@@ -1,0 +1,41 @@
+"""The wire format's constants: version, msgpack extension codes, header keys, thresholds.
+
+Everything here is part of the wire format (docs/wire-format.md); changing a value means a
+new WIRE_VERSION, and the decoder keeps reading the old one.
+"""
+
+from typing import Final
+
+# frames[0] starts with this byte (a msgpack positive fixint) followed by one msgpack object.
+WIRE_VERSION: Final = 1
+
+# Extension codes of the placeholders in frames[0]. User values never produce extension
+# types of their own (msgpack.ExtType objects in a message are pickled like any other
+# object), so no user value can be mistaken for a placeholder.
+EXT_TUPLE: Final = 1  # data: msgpack array of the items
+EXT_SET: Final = 2  # data: msgpack array of the items
+EXT_FROZENSET: Final = 3  # data: msgpack array of the items
+EXT_BIGINT: Final = 4  # data: signed little-endian two's complement bytes
+EXT_BYTEARRAY: Final = 5  # data: the bytes themselves (small bytearray, inline)
+EXT_MEMORYVIEW: Final = 6  # data: the bytes themselves (small memoryview, inline)
+EXT_BYTES_FRAME: Final = 7  # data: msgpack [frame ref] of an out-of-band bytes
+EXT_BYTEARRAY_FRAME: Final = 8  # likewise for bytearray
+EXT_MEMORYVIEW_FRAME: Final = 9  # likewise for memoryview
+EXT_SERIALIZED: Final = 10  # data: msgpack [header, [frame ref, ...]]: Serialize / Serialized
+EXT_PICKLED: Final = 11  # data: msgpack [header, [frame ref, ...]]: ToPickle / Pickled / fallback
+
+# A frame ref is one of: bytes (the frame inline), int (index of one payload frame in the
+# frame list), [start, count] (a frame split into `count` adjacent pieces).
+
+# Header keys that fastser itself sets or reads.
+HEADER_SERIALIZER: Final = "serializer"
+HEADER_TYPE: Final = "type"
+HEADER_COMPRESSION: Final = "compression"
+
+# Bytes-likes of at least this size leave the header frame and travel as their own frames.
+OUT_OF_BAND_BYTES: Final = 65536
+
+# Tuples, sets and frozensets are extension types whose payload is decoded by a nested
+# msgpack call; each nested call holds ~40 kB of C stack (msgpack's unpack context), and
+# about 200 levels overflow an 8 MiB stack. This bounds that nesting on both sides.
+MAX_NESTED_EXT: Final = 32

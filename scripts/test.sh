@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole suite: builds fastser compiled and pure into two fresh virtual environments,
+# runs mypy --strict over fastser/ and tests/, then the same pytest suite against each
+# installed build from outside the source tree (a run from the repository root would
+# import the uncompiled sources). FASTSER_EXPECT makes the suite assert which build it sees.
+# Extra arguments go to pytest.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+envs="$repo/.envs"
+python=${PYTHON:-python3}
+mkdir -p "$envs"
+
+build() {  # build NAME [ENV=VALUE]
+    local name=$1; shift
+    "$python" -m venv --clear "$envs/$name"
+    env "$@" "$envs/$name/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --no-cache-dir "$repo[test]"
+}
+
+echo "== building compiled and pure fastser"
+build compiled FASTSER_PURE=0
+build pure FASTSER_PURE=1
+
+echo "== mypy --strict fastser tests"
+(cd "$repo" && "$envs/compiled/bin/mypy" --config-file mypy.ini fastser tests)
+
+status=0
+for kind in compiled pure; do
+    echo "== pytest against the $kind build"
+    run=$(mktemp -d)
+    (cd "$run" && FASTSER_EXPECT=$kind "$envs/$kind/bin/python" -m pytest \
+        -p no:cacheprovider --rootdir "$repo" -c "$repo/pyproject.toml" "$repo/tests" "$@") \
+        || status=$?
+    rm -rf "$run"
+done
+exit $status

@@ -1,0 +1,45 @@
+"""Builds fastser compiled with mypyc, or pure Python with FASTSER_PURE=1.
+
+Compiled, in one mypyc group (so isinstance checks against the wrappers are pointer
+compares, and the shared library has the stable in-package name fastser._native):
+every module with hot code. Left interpreted, each for a reason:
+  __init__.py  the facade: re-exports, and the COMPILED flag must look at a compiled module
+  _facade.py   public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
+  _errors.py   exceptions with two built-in bases, which native classes cannot have
+  _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
+  __main__.py  the command line: nothing hot
+"""
+
+import os
+
+from setuptools import setup
+
+COMPILED_MODULES = [
+    "fastser/_types.py",
+    "fastser/_wire.py",
+    "fastser/_limits.py",
+    "fastser/wrappers.py",
+    "fastser/_registry.py",
+    "fastser/_dispatch.py",
+    "fastser/_pickle.py",
+    "fastser/_serialize.py",
+    "fastser/_split.py",
+    "fastser/_paths.py",
+    "fastser/_walk.py",
+    "fastser/_encoder.py",
+    "fastser/_decoder.py",
+    "fastser/_codec.py",
+]
+
+
+def extensions() -> list:
+    if os.environ.get("FASTSER_PURE", "") not in ("", "0"):
+        return []
+    from mypyc.build import mypycify
+
+    opt_level = os.environ.get("MYPYC_OPT_LEVEL", "3")
+    return mypycify(["--config-file", "mypy.ini", *COMPILED_MODULES],
+                    opt_level=opt_level, group_name="fastser._native")
+
+
+setup(ext_modules=extensions())

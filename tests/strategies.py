@@ -1,0 +1,35 @@
+"""Shared hypothesis strategies: messages of every type the contract lists."""
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+import fastser
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**300), max_value=2**300),
+    st.floats(allow_nan=False), st.text(max_size=20), st.binary(max_size=40),
+    st.binary(max_size=40).map(bytearray),
+)
+hashables = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=10),
+    st.binary(max_size=10),
+)
+keys = st.one_of(hashables, st.tuples(hashables, hashables),
+                 st.frozensets(hashables, max_size=3))
+
+
+def containers(children: Any) -> Any:
+    return st.one_of(
+        st.lists(children, max_size=5),
+        st.lists(children, max_size=5).map(tuple),
+        st.dictionaries(st.text(max_size=8), children, max_size=5),
+        st.dictionaries(keys, children, max_size=4),
+        st.sets(hashables, max_size=4),
+        st.frozensets(hashables, max_size=4),
+        children.map(fastser.Serialize),
+        children.map(fastser.ToPickle),
+    )
+
+
+messages = st.recursive(scalars, containers, max_leaves=30)

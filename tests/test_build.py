@@ -1,0 +1,92 @@
+"""Which build is loaded, one class identity across compiled and interpreted code, and the
+introspection that must survive compilation."""
+
+import importlib
+import inspect
+import os
+import pathlib
+import pydoc
+
+import pytest
+
+import fastser
+from fastser import wrappers
+
+EXPECTED = os.environ.get("FASTSER_EXPECT")
+COMPILED_MODULES = ["_types", "_wire", "_limits", "wrappers", "_registry", "_dispatch",
+                    "_pickle", "_serialize", "_split", "_paths", "_walk", "_encoder",
+                    "_decoder", "_codec"]
+
+
+def test_expected_build_is_loaded() -> None:
+    if EXPECTED is None:
+        pytest.skip("FASTSER_EXPECT (compiled|pure) is set by scripts/test.sh")
+    assert EXPECTED in ("compiled", "pure")
+    assert fastser.COMPILED is (EXPECTED == "compiled")
+
+
+def test_not_imported_from_source_tree() -> None:
+    if EXPECTED is None:
+        pytest.skip("only meaningful under scripts/test.sh")
+    source = pathlib.Path(__file__).resolve().parent.parent / "fastser"
+    assert pathlib.Path(fastser.__file__).resolve().parent != source
+
+
+@pytest.mark.parametrize("name", COMPILED_MODULES)
+def test_every_hot_module_matches_the_build(name: str) -> None:
+    module = importlib.import_module(f"fastser.{name}")
+    assert (not module.__file__.endswith(".py")) is fastser.COMPILED  # type: ignore[union-attr]
+
+
+def test_single_class_identity() -> None:
+    assert fastser.Serialize is wrappers.Serialize
+    assert fastser.Serialized is wrappers.Serialized
+    assert fastser.ToPickle is wrappers.ToPickle
+    assert fastser.Pickled is wrappers.Pickled
+
+
+def test_wrapper_made_here_is_recognised_by_the_walk() -> None:
+    # Instances created by this interpreted test module go through the compiled walk.
+    frames = fastser.dumps({"x": fastser.Serialize(b"abc")})
+    assert fastser.loads(frames) == {"x": b"abc"}
+    kept = fastser.loads(frames, deserialize=False)
+    assert type(kept["x"]) is fastser.Serialized
+
+
+def test_interpreted_subclass_counts_as_its_wrapper() -> None:
+    class MySerialize(fastser.Serialize):
+        def describe(self) -> str:
+            return f"mine: {self.data!r}"
+
+    wrapped = MySerialize([1, 2])
+    assert wrapped.describe() == "mine: [1, 2]"
+    assert isinstance(wrapped, fastser.Serialize)
+    assert fastser.loads(fastser.dumps({"a": wrapped})) == {"a": [1, 2]}
+
+
+@pytest.mark.parametrize("obj", [
+    fastser.dumps, fastser.loads, fastser.serialize, fastser.deserialize,
+    fastser.extract_serialize, fastser.register_serialization,
+    fastser.register_serialization_lazy, fastser.register_serialization_family,
+    fastser.Serialize, fastser.Serialized, fastser.ToPickle, fastser.Pickled,
+    fastser.Encoder, fastser.Decoder, fastser.Limits, fastser.FastserError,
+    fastser.SerializationError, fastser.DeserializationError, fastser.FrameError,
+])
+def test_public_names_keep_docstrings(obj: object) -> None:
+    doc = inspect.getdoc(obj)
+    assert doc and len(doc) > 20
+    assert doc.splitlines()[0] in pydoc.render_doc(obj)
+
+
+def test_signatures_survive() -> None:
+    params = inspect.signature(fastser.dumps).parameters
+    assert list(params) == ["msg", "serializers", "on_error", "context", "frame_split_size",
+                            "compression"]
+    assert list(inspect.signature(fastser.loads).parameters) == [
+        "frames", "deserialize", "deserializers", "limits"]
+    assert "bytes_threshold" in inspect.signature(fastser.extract_serialize).parameters
+
+
+def test_all_is_complete() -> None:
+    for name in fastser.__all__:
+        assert hasattr(fastser, name), name

@@ -1,0 +1,254 @@
+"""dumps/loads: nothing lost, nothing copied, errors that say where."""
+
+import datetime
+import enum
+import functools
+import operator
+import threading
+from typing import Any
+
+import msgpack
+import pytest
+
+import fastser
+from fastser import (Decoder, DeserializationError, Encoder, Pickled, SerializationError,
+                     Serialize, Serialized, ToPickle)
+
+BIG = 2**16  # the out-of-band threshold
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class MyInt(int):
+    pass
+
+
+class MyDict(dict[str, int]):
+    pass
+
+
+def roundtrip(msg: Any, **kwargs: Any) -> Any:
+    return fastser.loads(fastser.dumps(msg), **kwargs)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(same(k1, k2) and same(a[k1], b[k2])
+                                          for k1, k2 in zip(a, b))
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is memoryview:
+        return bool(a.tobytes() == b.tobytes())
+    equal: bool = a == b
+    return equal
+
+
+MESSAGE_VALUES = [
+    None, True, False, 0, -1, 2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**63) - 1, 2**200,
+    -(2**200), 1.5, float("inf"), "", "héllo", b"", b"abc", bytearray(b"xy"), bytearray(),
+    [], (), [1, (2, [3])], ((),), {}, {"a": {"b": [1, 2]}}, {1, 2}, frozenset({"a"}), set(),
+    {(1, 2): "tuple key", 3: "int key", None: "none key", b"k": "bytes key", 1.5: "float",
+     frozenset({1}): "frozenset key", True: "bool key"},
+    {"__Serialized__": 1, "__Pickled__": [2], "serializer": "pickle"},
+    [b"x" * BIG, bytearray(b"y" * BIG), (b"z" * (BIG + 1),)],
+]
+
+
+@pytest.mark.parametrize("value", MESSAGE_VALUES, ids=lambda v: type(v).__name__)
+def test_every_message_type_roundtrips_with_its_type(value: Any) -> None:
+    msg = {"v": value, "nested": [value, (value,)]}
+    assert same(roundtrip(msg), msg)
+
+
+def test_top_level_values_roundtrip() -> None:
+    for value in MESSAGE_VALUES:
+        assert same(roundtrip(value), value)
+
+
+def test_memoryview_comes_back_as_byte_view() -> None:
+    import array
+    arr = array.array("i", [1, 2, 3])
+    for view in (memoryview(b"abc"), memoryview(arr), memoryview(b"q" * BIG),
+                 memoryview(bytes(range(256)) * 300)[::3]):
+        out = roundtrip({"m": view})["m"]
+        assert type(out) is memoryview and out.format == "B" and out.ndim == 1
+        assert out.tobytes() == view.tobytes()
+
+
+def test_other_objects_are_pickled_in_one_pass() -> None:
+    msg = {"when": datetime.datetime(2026, 1, 2), "color": Color.RED, "n": MyInt(5),
+           "d": MyDict(a=1), "ext": msgpack.ExtType(1, b"x"), "fn": operator.add,
+           "part": functools.partial(operator.add, 1)}
+    frames = fastser.dumps(msg)
+    assert len(frames) == 1  # small pickles are inline: no orphan frames
+    out = fastser.loads(frames)
+    assert out["when"] == msg["when"] and out["color"] is Color.RED
+    assert type(out["n"]) is MyInt and type(out["d"]) is MyDict
+    assert out["ext"] == msgpack.ExtType(1, b"x") and out["part"](2) == 3
+
+
+def test_cloudpickle_for_lambdas_and_closures() -> None:
+    k = 10
+    out = roundtrip({"f": lambda x: x + k, "s": Serialize(lambda: 3)})
+    assert out["f"](1) == 11 and out["s"]() == 3
+
+
+def test_pickle_fallback_refused_names_path() -> None:
+    msg = {"tasks": {"x": [1, 2, Color.RED]}}
+    with pytest.raises(SerializationError) as info:
+        fastser.dumps(msg, serializers=["dispatch"])
+    text = str(info.value)
+    assert "msg['tasks']['x'][2]" in text and "Color" in text
+
+
+def test_unpicklable_payload_names_path() -> None:
+    with pytest.raises(SerializationError) as info:
+        fastser.dumps({"a": [ToPickle(threading.Lock())]})
+    assert "msg['a'][0]" in str(info.value) and "lock" in str(info.value)
+
+
+def test_on_error_message_applies_to_payloads_and_fallback() -> None:
+    for msg in ({"x": Serialize(threading.Lock())}, {"x": ToPickle(threading.Lock())},
+                {"x": threading.Lock()}):
+        frames = fastser.dumps(msg, on_error="message")
+        kept = fastser.loads(frames, deserialize=False)["x"]
+        assert isinstance(kept, Serialized) and kept.header["serializer"] == "error"
+        with pytest.raises(DeserializationError, match="lock"):
+            fastser.loads(frames)
+    frames = fastser.dumps({"x": Color.RED}, serializers=["dispatch"], on_error="message")
+    with pytest.raises(DeserializationError, match="Color"):
+        fastser.loads(frames)
+
+
+def test_serialize_payload_roundtrip_and_kept_form() -> None:
+    msg = {"data": Serialize({"a": (1, 2)}), "raw": Serialize(b"r" * BIG)}
+    frames = fastser.dumps(msg)
+    assert fastser.loads(frames) == {"data": {"a": (1, 2)}, "raw": b"r" * BIG}
+    kept = fastser.loads(frames, deserialize=False)
+    assert isinstance(kept["data"], Serialized) and isinstance(kept["raw"], Serialized)
+
+
+def test_redump_of_kept_payloads_is_byte_identical() -> None:
+    msg = {"s": Serialize([1, 2]), "p": ToPickle({"k": 1}), "o": Color.RED,
+           "big": Serialize(b"b" * (3 * BIG)), "t": (1, b"x" * BIG), "l": [Serialize(5)]}
+    for split in (64 * 2**20, BIG):
+        frames = fastser.dumps(msg, frame_split_size=split)
+        kept = fastser.loads(frames, deserialize=False)
+        again = fastser.dumps(kept, frame_split_size=split)
+        assert [bytes(f) for f in again] == [bytes(f) for f in frames]
+
+
+def test_deserializers_refuse_pickle_but_forward() -> None:
+    msg = {"p": ToPickle(Color.RED), "o": Color.RED, "b": b"ok"}
+    frames = fastser.dumps(msg)
+    out = fastser.loads(frames, deserializers=fastser.SAFE_DESERIALIZERS)
+    assert isinstance(out["p"], Pickled) and isinstance(out["o"], Pickled)
+    assert out["b"] == b"ok"
+    assert fastser.loads(fastser.dumps(out)) == {"p": Color.RED, "o": Color.RED, "b": b"ok"}
+    with pytest.raises(DeserializationError, match="pickle"):
+        fastser.loads(fastser.dumps({"s": Serialize(Color.RED)}),
+                      deserializers=fastser.SAFE_DESERIALIZERS)
+
+
+def test_large_bytes_are_not_copied_on_either_side() -> None:
+    payload = b"p" * (BIG * 4)
+    array = bytearray(b"q" * BIG)
+    frames = fastser.dumps({"a": payload, "b": [array]})
+    assert frames[1] is payload and frames[2] is array
+    out = fastser.loads(frames)
+    assert out["a"] is payload and out["b"][0] is array
+
+
+def test_split_frames_are_views_and_join() -> None:
+    payload = bytes(range(256)) * 1000
+    frames = fastser.dumps({"a": payload, "s": Serialize(bytearray(payload))},
+                           frame_split_size=10_000)
+    assert len(frames) == 1 + 2 * 26
+    assert all(type(f) is memoryview and f.obj is not None for f in frames[1:])
+    out = fastser.loads(frames)
+    assert out["a"] == payload and out["s"] == bytearray(payload)
+
+
+def test_max_depth_on_both_sides() -> None:
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(SerializationError, match="max_depth"):
+        fastser.dumps(deep)
+    ok: Any = 1
+    for _ in range(200):
+        ok = {"k": ok}
+    assert roundtrip(ok) == ok
+
+
+def test_nested_tuples_are_bounded_with_a_clear_error() -> None:
+    deep: Any = 1
+    for _ in range(40):
+        deep = (deep,)
+    with pytest.raises(SerializationError, match="nested more than 32"):
+        fastser.dumps({"t": deep})
+    fine: Any = 1
+    for _ in range(32):
+        fine = (fine,)
+    assert roundtrip(fine) == fine
+
+
+def test_encoder_default_hook() -> None:
+    class Foreign:
+        def __init__(self, data: Any) -> None:
+            self.data = data
+
+    def default(obj: Any) -> Any:
+        if isinstance(obj, Foreign):
+            return Serialize(obj.data)
+        raise NotImplementedError
+
+    encoder = Encoder(default=default)
+    frames = encoder.dumps({"x": Foreign([1]), "y": Color.RED})
+    assert fastser.loads(frames) == {"x": [1], "y": Color.RED}
+
+
+def test_decoder_hooks() -> None:
+    frames = fastser.dumps({"s": Serialize(3), "p": ToPickle(4)})
+    out = Decoder(deserialize=False, open_pickled=True,
+                  serialized_factory=lambda h, f: ("made", h["serializer"])).loads(frames)
+    assert out == {"s": ("made", "pickle"), "p": 4}
+
+
+def test_encoder_validates_options() -> None:
+    with pytest.raises(ValueError):
+        Encoder(serializers=["nope"])
+    with pytest.raises(ValueError):
+        Encoder(on_error="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Encoder(frame_split_size=0)
+    with pytest.raises(ValueError):
+        Decoder(deserializers=["nope"])
+
+
+def test_shared_encoder_decoder_across_threads() -> None:
+    encoder, decoder = Encoder(), Decoder()
+    msg = {"k": [(i, str(i), b"x" * 10) for i in range(50)], "s": Serialize(b"y" * BIG)}
+    expected = fastser.dumps(msg)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(200):
+                frames = encoder.dumps(msg)
+                assert [bytes(f) for f in frames] == [bytes(f) for f in expected]
+                assert decoder.loads(frames)["k"] == msg["k"]
+        except BaseException as exc:  # collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors

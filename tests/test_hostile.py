@@ -1,0 +1,133 @@
+"""Bad, truncated and hostile frames raise DeserializationError: never another exception,
+a crash, or an unpickle when pickle is not allowed."""
+
+import os
+import pickle
+import random
+import struct
+import tempfile
+from typing import Any
+
+import msgpack
+import pytest
+
+import fastser
+from fastser import DeserializationError, Limits, Serialize, ToPickle
+
+SAFE = fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)
+FORWARD = fastser.Decoder(deserialize=False)
+
+
+def header(body: Any) -> bytes:
+    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    return b"\x01" + packed
+
+
+def ext(code: int, data: bytes) -> msgpack.ExtType:
+    return msgpack.ExtType(code, data)
+
+
+class Trap:
+    """Unpickling this writes a file: the proof that pickle ran."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (open, (self.path, "w"))
+
+
+@pytest.mark.parametrize("frames", [
+    [], [b""], [b"\x02\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
+    [header(ext(99, b""))], [header(ext(1, b"\x01"))], [header(ext(7, msgpack.packb(5)))],
+    [header(ext(7, msgpack.packb([1, 5]))), b"x"], [header(ext(10, msgpack.packb([1])))],
+    [header(ext(10, msgpack.packb([{}, [7]])))], [header(ext(10, msgpack.packb([{}, ["x"]])))],
+    [header(ext(2, msgpack.packb([[1]])))], [header({ext(1, msgpack.packb([[1]])): 1})],
+    [b"\x01\x81\x90\x01"], [header(ext(1, b"\x91" * 2000))], [b"\x01\xa3\xff\xfe\xfd"],
+    ["not a frame"],
+], ids=range(19))
+def test_bad_frames_raise_deserialization_error(frames: list[Any]) -> None:
+    for decoder in (SAFE, FORWARD, fastser.Decoder()):
+        with pytest.raises(DeserializationError):
+            decoder.loads(frames)
+
+
+@pytest.mark.parametrize("payload_header", [
+    {"serializer": "nope"}, {"serializer": "dispatch", "type": "builtins.eval"},
+    {"serializer": "dispatch"}, {"serializer": 5},
+])
+def test_unopenable_payloads_are_refused_or_forwarded(payload_header: Any) -> None:
+    frames = [header({"x": ext(10, msgpack.packb([payload_header, []]))})]
+    for decoder in (SAFE, fastser.Decoder()):
+        with pytest.raises(DeserializationError):
+            decoder.loads(frames)
+    assert FORWARD.loads(frames)["x"].header == payload_header
+
+
+def test_nested_extension_types_cannot_overflow_the_stack() -> None:
+    data = msgpack.packb([1])
+    for _ in range(1000):
+        data = msgpack.packb(ext(1, data))
+    with pytest.raises(DeserializationError, match="nested"):
+        fastser.loads([b"\x01" + data])
+
+
+def test_limits_are_checked_before_decoding() -> None:
+    frames = fastser.dumps({"a": b"x" * 100_000, "b": list(range(100))})
+    for limits in (Limits(max_frames=1), Limits(max_frame_bytes=99_999),
+                   Limits(max_message_bytes=100_000), Limits(max_header_bytes=50)):
+        with pytest.raises(DeserializationError, match="Limits"):
+            fastser.loads(frames, limits=limits)
+    with pytest.raises(ValueError):
+        Limits(max_depth=0)
+
+
+def test_pickles_are_never_opened_in_safe_mode() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pwned")
+        trap = Trap(path)
+        cases = [{"p": ToPickle(trap)}, {"o": trap}, {"l": [trap, (trap,)]}]
+        for msg in cases:
+            frames = fastser.dumps(msg)
+            out = SAFE.loads(frames)
+            assert "Pickled" in repr(out)
+            FORWARD.loads(frames)
+        with pytest.raises(DeserializationError):
+            SAFE.loads(fastser.dumps({"s": Serialize(trap)}))
+        # a hostile sender labels a pickle as a dispatch or msgpack payload
+        data = pickle.dumps(trap)
+        for family_header in ({"serializer": "dispatch", "type": "bytes"},
+                              {"serializer": "msgpack"}, {"serializer": "pickle"}):
+            body = {"x": ext(10, msgpack.packb([family_header, [data]]))}
+            try:
+                SAFE.loads([header(body)])
+            except DeserializationError:
+                pass
+        forged = {"x": ext(11, msgpack.packb([{"serializer": "pickle"}, [data]]))}
+        assert "Pickled" in repr(SAFE.loads([header(forged)]))
+        assert not os.path.exists(path)
+
+
+def test_random_mutations_raise_only_deserialization_error() -> None:
+    rng = random.Random(1234)
+    msg = {"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "b": bytearray(b"ab"), "big": 2**80,
+           "p": ToPickle(5), "z": Serialize(b"q" * 10), "k": {(1, 2): [1.5, None]}}
+    good = fastser.dumps(msg)[0]
+    for _ in range(3000):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            action = rng.random()
+            pos = rng.randrange(len(data))
+            if action < 0.5:
+                data[pos] = rng.randrange(256)
+            elif action < 0.8:
+                del data[pos:pos + rng.randint(1, 8)]
+            else:
+                data[pos:pos] = struct.pack("<I", rng.getrandbits(32))
+            if not data:
+                break
+        for decoder in (SAFE, FORWARD):
+            try:
+                decoder.loads([bytes(data)])
+            except DeserializationError:
+                pass

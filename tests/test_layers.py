@@ -1,0 +1,56 @@
+"""The import direction of STYLE.md, and that only _pickle.py imports pickle."""
+
+import ast
+import pathlib
+
+import pytest
+
+SOURCE = pathlib.Path(__file__).resolve().parent.parent / "fastser"
+LAYERS = [
+    {"_types", "_errors", "_wire", "_limits", "wrappers"},
+    {"_registry"},
+    {"_dispatch", "_numpy", "_pickle"},
+    {"_serialize"},
+    {"_split"},
+    {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
+    {"_facade", "__init__", "__main__", "_demo"},
+]
+
+
+def level(name: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if name in layer:
+            return index
+    raise AssertionError(f"module {name} is in no layer")
+
+
+def imports(path: pathlib.Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.skipif(not SOURCE.is_dir(), reason="needs the source tree")
+def test_no_module_imports_upward() -> None:
+    for path in SOURCE.glob("*.py"):
+        mine = level(path.stem)
+        for name in imports(path):
+            if (name.startswith("_") and not name.startswith("__")) or name == "wrappers":
+                assert level(name) <= mine, f"{path.name} imports {name} from above"
+
+
+@pytest.mark.skipif(not SOURCE.is_dir(), reason="needs the source tree")
+def test_only_the_pickle_module_imports_pickle() -> None:
+    for path in SOURCE.glob("*.py"):
+        names = imports(path)
+        if path.stem != "_pickle":
+            assert not names & {"pickle", "cloudpickle"}, path.name

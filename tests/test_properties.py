@@ -1,0 +1,64 @@
+"""Property-based round trips: every message comes back equal, with its types."""
+
+from typing import Any
+
+from hypothesis import given, settings
+
+import fastser
+from fastser import Pickled, Serialize, ToPickle
+from strategies import messages
+
+
+def unwrap(value: Any) -> Any:
+    """What loads gives back for a message: wrappers replaced by their data."""
+    if isinstance(value, (Serialize, ToPickle)):
+        return value.data
+    if type(value) is dict:
+        return {unwrap(k): unwrap(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(unwrap(v) for v in value)
+    return value
+
+
+def typed(value: Any) -> Any:
+    """A comparable form that also records every type."""
+    if type(value) is dict:
+        return ("dict", sorted((repr(typed(k)), typed(v)) for k, v in value.items()))
+    if type(value) in (list, tuple):
+        return (type(value).__name__, [typed(v) for v in value])
+    if type(value) in (set, frozenset):
+        return (type(value).__name__, sorted(repr(typed(v)) for v in value))
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages)
+def test_roundtrip(msg: Any) -> None:
+    assert typed(fastser.loads(fastser.dumps(msg))) == typed(unwrap(msg))
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages)
+def test_kept_payloads_forward_byte_identically(msg: Any) -> None:
+    frames = fastser.dumps(msg)
+    kept = fastser.loads(frames, deserialize=False, deserializers=fastser.SAFE_DESERIALIZERS)
+    again = fastser.dumps(kept)
+    assert typed(fastser.loads(again)) == typed(unwrap(msg))
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages)
+def test_safe_decoder_never_unpickles(msg: Any) -> None:
+    def check(value: Any) -> None:
+        assert not isinstance(value, (Serialize, ToPickle))
+        if type(value) is dict:
+            for item in value.values():
+                check(item)
+        elif type(value) in (list, tuple):
+            for item in value:
+                check(item)
+
+    out = fastser.loads(fastser.dumps(msg), deserialize=False,
+                        deserializers=fastser.SAFE_DESERIALIZERS)
+    check(out)
+    assert not isinstance(out, Pickled) or out.header["serializer"] == "pickle"
