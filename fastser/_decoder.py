@@ -6,8 +6,8 @@ checked before it is used; Limits are checked before decoding starts; nested ext
 payloads are bounded by MAX_NESTED_EXT (each costs a nested msgpack call on the C stack).
 """
 
-from collections.abc import Callable, Sequence
-from typing import Any, Final, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, Optional, cast
 
 import msgpack
 
@@ -51,7 +51,15 @@ class Decoder:
         self.pickle_allowed: bool = self.deserializers is None or PICKLE in self.deserializers
 
     def loads(self, frames: Sequence[Frame]) -> Any:
-        frame_list: list[Any] = frames if type(frames) is list else list(frames)
+        given: object = frames  # untrusted: checked, not assumed, to be a frame sequence
+        if type(given) is list:
+            frame_list: list[Any] = given
+        elif type(given) is tuple or (isinstance(given, Sequence) and
+                                      not isinstance(given, (bytes, bytearray, str))):
+            frame_list = list(given)
+        else:
+            raise DeserializationError(
+                f"frames must be a list of bytes-like frames, not {type(given).__qualname__}")
         self.check_limits(frame_list)
         header = frame_list[0]
         view = as_byte_view(header)
@@ -62,12 +70,19 @@ class Decoder:
                 f"(first byte: {found})")
         state = DecodeState(self, frame_list)
         try:
-            return unpack(view[1:], state.ext_hook)
+            msg = unpack(view[1:], state.ext_hook)
         except FastserError:
             raise
         except Exception as exc:
             raise DeserializationError(
                 f"corrupt header frame: {type(exc).__name__}: {exc}") from exc
+        max_depth = self.limits.max_depth
+        # Every level of nesting takes at least one byte of header, so only a header longer
+        # than max_depth can nest deeper; msgpack itself stops at 1024 levels per decode.
+        if view.nbytes > max_depth and is_container(msg) and deeper_than(msg, max_depth):
+            raise DeserializationError(
+                f"message nested deeper than Limits.max_depth={max_depth}")
+        return msg
 
     def check_limits(self, frames: list[Any]) -> None:
         # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame
@@ -98,6 +113,36 @@ class Decoder:
             raise DeserializationError(
                 f"message of {total} bytes exceeds "
                 f"Limits.max_message_bytes={limits.max_message_bytes}")
+
+
+def is_container(obj: object) -> bool:
+    t = type(obj)
+    return t is dict or t is list or t is tuple or t is set or t is frozenset
+
+
+def deeper_than(obj: object, budget: int) -> bool:
+    """Whether containers nest more than `budget` levels below `obj` (a container)."""
+    if budget == 0:
+        return True
+    # One loop per concrete type: mypyc iterates a typed dict or list without the
+    # generic iterator protocol, and this runs over every value of large headers.
+    if type(obj) is dict:
+        for value in obj.values():
+            t = type(value)
+            if (t is dict or t is list or t is tuple or t is set or t is frozenset) \
+                    and deeper_than(value, budget - 1):
+                return True
+    elif type(obj) is list:
+        for item in obj:
+            t = type(item)
+            if (t is dict or t is list or t is tuple or t is set or t is frozenset) \
+                    and deeper_than(item, budget - 1):
+                return True
+    else:
+        for member in cast(Iterable[object], obj):
+            if is_container(member) and deeper_than(member, budget - 1):
+                return True
+    return False
 
 
 class DecodeState:

@@ -31,6 +31,10 @@ def dispatch_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Head
     return header, frames
 
 
+def dispatch_accepts(obj: Any) -> bool:
+    return REGISTRY.for_type(type(obj)) is not None
+
+
 def dispatch_loads(header: Header, frames: list[Frame]) -> Any:
     name = header.get(HEADER_TYPE)
     if type(name) is not str:
@@ -106,4 +110,4 @@ def register_builtin_types() -> None:
     register_serialization(memoryview, memoryview_dumps, memoryview_loads, name="memoryview")
     register_serialization(array.array, array_dumps, array_loads, name="array.array")
     register_serialization_lazy("numpy", register_numpy)
-    register_serialization_family("dispatch", dispatch_dumps, dispatch_loads)
+    register_serialization_family("dispatch", dispatch_dumps, dispatch_loads, dispatch_accepts)

@@ -21,10 +21,14 @@ TypeLoads = Callable[[Header, list[Frame]], Any]
 
 
 class Family:
-    def __init__(self, name: str, dumps: FamilyDumps, loads: FamilyLoads) -> None:
+    def __init__(self, name: str, dumps: FamilyDumps, loads: FamilyLoads,
+                 accepts: Optional[Callable[[Any], bool]] = None) -> None:
         self.name = name
         self.dumps = dumps
         self.loads = loads
+        # A cheap test that lets serialize skip a family without the cost of raising and
+        # catching NotImplementedError (slow, above all in compiled code).
+        self.accepts = accepts
 
 
 class DispatchEntry:
@@ -90,5 +94,6 @@ def register_serialization_lazy(toplevel_module: str, register: Callable[[], Non
     REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
 
 
-def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads) -> None:
-    REGISTRY.families[name] = Family(name, dumps, loads)
+def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads,
+                                  accepts: Optional[Callable[[Any], bool]] = None) -> None:
+    REGISTRY.families[name] = Family(name, dumps, loads, accepts)

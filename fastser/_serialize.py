@@ -57,6 +57,8 @@ def serialize_with(obj: Any, names: Sequence[str], on_error: str,
     failure: Optional[BaseException] = None
     for name in names:
         family = REGISTRY.family(name)
+        if family.accepts is not None and not family.accepts(obj):
+            continue
         try:
             header, frames = family.dumps(obj, context)
         except NotImplementedError:

@@ -64,12 +64,32 @@ def test_unopenable_payloads_are_refused_or_forwarded(payload_header: Any) -> No
     assert FORWARD.loads(frames)["x"].header == payload_header
 
 
+def test_frames_that_are_no_list_are_refused() -> None:
+    for frames in (None, 5, b"\x01\x90"):
+        with pytest.raises(DeserializationError, match="list"):
+            fastser.loads(frames)  # type: ignore[arg-type]
+    assert fastser.loads((b"\x01\x90",)) == []
+
+
 def test_nested_extension_types_cannot_overflow_the_stack() -> None:
     data = msgpack.packb([1])
     for _ in range(1000):
         data = msgpack.packb(ext(1, data))
     with pytest.raises(DeserializationError, match="nested"):
         fastser.loads([b"\x01" + data])
+
+
+def test_depth_limit_on_loads() -> None:
+    for depth, ok in ((256, True), (257, False), (1000, False)):
+        frames = [b"\x01" + b"\x91" * depth + b"\x01"]
+        if ok:
+            assert fastser.loads(frames) is not None
+        else:
+            with pytest.raises(DeserializationError, match="max_depth"):
+                fastser.loads(frames)
+    frames = [b"\x01" + b"\x81\xa1k" * 20 + b"\x01"]
+    with pytest.raises(DeserializationError, match="max_depth=10"):
+        fastser.loads(frames, limits=Limits(max_depth=10))
 
 
 def test_limits_are_checked_before_decoding() -> None:
