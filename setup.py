@@ -29,6 +29,7 @@ COMPILED_MODULES = [
     "fastser/_encoder.py",
     "fastser/_decoder.py",
     "fastser/_codec.py",
+    "fastser/_framing.py",
 ]
 
 

@@ -8,8 +8,10 @@ from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import DeserializationError, FastserError, FrameError, SerializationError
 from ._facade import (attach_class_docs, deserialize, dumps, extract_serialize, loads,
-                      register_serialization, register_serialization_family,
-                      register_serialization_lazy, serialize)
+                      pack_frames, pack_frames_prelude, register_serialization,
+                      register_serialization_family, register_serialization_lazy, serialize,
+                      unpack_frames)
+from ._framing import FrameReader
 from ._limits import Limits
 from ._serialize import SAFE_DESERIALIZERS
 from ._types import Frame, Header
@@ -24,7 +26,7 @@ attach_class_docs()
 
 __all__ = [
     "COMPILED", "Decoder", "DeserializationError", "Encoder", "FastserError", "Frame",
-    "FrameError", "Header", "Limits", "Pickled", "SAFE_DESERIALIZERS", "Serialize",
+    "FrameError", "FrameReader", "pack_frames", "pack_frames_prelude", "unpack_frames", "Header", "Limits", "Pickled", "SAFE_DESERIALIZERS", "Serialize",
     "SerializationError", "Serialized", "ToPickle", "deserialize", "dumps",
     "extract_serialize", "loads", "register_serialization", "register_serialization_family",
     "register_serialization_lazy", "serialize",

@@ -8,9 +8,10 @@ compiled code; class docstrings are attached to the compiled classes at import.
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from . import _codec, _registry, _serialize, _walk
+from . import _codec, _framing, _registry, _serialize, _walk
 from ._decoder import Decoder
 from ._encoder import DEFAULT_SPLIT_SIZE, Encoder
+from ._framing import FrameReader
 from ._limits import Limits
 from ._serialize import OnError
 from ._types import Frame, Header
@@ -145,6 +146,28 @@ def register_serialization_family(
     _registry.register_serialization_family(name, dumps, loads)
 
 
+def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
+    """The prelude for frames: their count, then each length in bytes, as little-endian
+    uint64s. Write it and then the frames themselves for a scatter-gather send (no join)."""
+    return _framing.pack_frames_prelude(frames)
+
+
+def pack_frames(frames: Sequence[Frame]) -> bytes:
+    """The prelude followed by all frames, joined into one bytes object (copies every frame;
+    for large frames prefer pack_frames_prelude and a scatter-gather write)."""
+    return _framing.pack_frames(frames)
+
+
+def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
+    """The frames of the one message in buf, as 1-d byte memoryviews.
+
+    Returns views into buf (no copy): they alias its memory, writeable when buf is.
+    Raises FrameError unless buf holds exactly one complete message within limits
+    (default Limits()); counts and lengths are checked before anything is allocated.
+    """
+    return _framing.unpack_frames(buf, limits=limits)
+
+
 CLASS_DOCS: dict[type, str] = {
     Serialize: """Serialize(data): serialize data out of band with the configured families.
 
@@ -174,6 +197,14 @@ CLASS_DOCS: dict[type, str] = {
     max_header_bytes=64 MiB, max_depth=256)
 
     Bounds that loads, every Decoder and the frame readers check before allocating.""",
+    FrameReader: """FrameReader(limits=None): a sans-I/O reader of a framed byte stream.
+
+    .feed(data) takes the next bytes (any length) and returns the frames of every message
+    they complete, oldest first, as writeable 1-d byte memoryviews; the frames of one
+    message are adjacent in one buffer that it owns. The buffer grows with the bytes that
+    arrive, never ahead of them, so a prelude announcing gigabytes costs nothing until they
+    come. .pending is True inside an incomplete message. Limits are checked before use;
+    after feed has raised FrameError once, every later feed raises FrameError too.""",
 }
 
 

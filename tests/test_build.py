@@ -15,7 +15,7 @@ from fastser import wrappers
 EXPECTED = os.environ.get("FASTSER_EXPECT")
 COMPILED_MODULES = ["_types", "_wire", "_limits", "wrappers", "_registry", "_dispatch",
                     "_pickle", "_serialize", "_split", "_paths", "_walk", "_encoder",
-                    "_decoder", "_codec"]
+                    "_decoder", "_codec", "_framing"]
 
 
 def test_expected_build_is_loaded() -> None:
@@ -71,6 +71,8 @@ def test_interpreted_subclass_counts_as_its_wrapper() -> None:
     fastser.Serialize, fastser.Serialized, fastser.ToPickle, fastser.Pickled,
     fastser.Encoder, fastser.Decoder, fastser.Limits, fastser.FastserError,
     fastser.SerializationError, fastser.DeserializationError, fastser.FrameError,
+    fastser.pack_frames, fastser.pack_frames_prelude, fastser.unpack_frames,
+    fastser.FrameReader,
 ])
 def test_public_names_keep_docstrings(obj: object) -> None:
     doc = inspect.getdoc(obj)

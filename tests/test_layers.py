@@ -13,6 +13,7 @@ LAYERS = [
     {"_serialize"},
     {"_split"},
     {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
+    {"_framing"},
     {"_facade", "__init__", "__main__", "_demo"},
 ]
 

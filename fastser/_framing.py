@@ -1,0 +1,193 @@
+"""Frames on a byte stream: a prelude of little-endian uint64s (count, then one length per
+frame), then the frames. Knows nothing of messages; sits on _limits and _errors.
+
+Rule: every count and length read from the wire is checked against Limits, and against the
+bytes actually present, before it is used or anything is allocated for it.
+"""
+
+import struct
+from collections.abc import Sequence
+from typing import Final, Optional
+
+from ._errors import FrameError
+from ._limits import DEFAULT_LIMITS, Limits
+from ._types import Frame
+
+WORD: Final = 8  # bytes per uint64 in the prelude
+COUNT: Final = struct.Struct("<Q")
+
+
+def frame_nbytes(frame: Frame) -> int:
+    # len() of a memoryview counts items, not bytes, when its format is not "B".
+    if isinstance(frame, (bytes, bytearray)):
+        return len(frame)
+    return memoryview(frame).nbytes
+
+
+def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
+    """The prelude for `frames`: their count, then each length in bytes, as little-endian
+    uint64s. Write it, then the frames, for a scatter-gather send without joining."""
+    lengths = [frame_nbytes(frame) for frame in frames]
+    count = len(lengths)
+    return struct.pack(f"<{count + 1}Q", count, *lengths)
+
+
+def pack_frames(frames: Sequence[Frame]) -> bytes:
+    """The prelude and all `frames` joined into one bytes object (this copies every frame)."""
+    parts: list[Frame] = [pack_frames_prelude(frames)]
+    parts.extend(frames)
+    return b"".join(parts)
+
+
+def byte_view(data: Frame) -> memoryview:
+    view = memoryview(data)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def check_count(count: int, limits: Limits) -> int:
+    """`count`, read from a prelude, if it is within `limits.max_frames`; else FrameError."""
+    if count > limits.max_frames:
+        raise FrameError(f"prelude: frame count {count} exceeds "
+                         f"Limits.max_frames={limits.max_frames}")
+    return count
+
+
+def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
+    """The total of frame `lengths` read from a prelude, if every one is within
+    `limits.max_frame_bytes` and the total within `limits.max_message_bytes`; else FrameError."""
+    # max() and sum() run in C; the offending index is looked for only when failing.
+    if lengths and max(lengths) > limits.max_frame_bytes:
+        index, length = next((index, length) for index, length in enumerate(lengths)
+                             if length > limits.max_frame_bytes)
+        raise FrameError(f"prelude: frame {index} of {len(lengths)} has length {length}, "
+                         f"exceeding Limits.max_frame_bytes={limits.max_frame_bytes}")
+    total: int = sum(lengths)
+    if total > limits.max_message_bytes:
+        raise FrameError(f"prelude: {len(lengths)} frames total {total} bytes, exceeding "
+                         f"Limits.max_message_bytes={limits.max_message_bytes}")
+    return total
+
+
+def slice_frames(view: memoryview, start: int, lengths: Sequence[int]) -> list[memoryview]:
+    # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
+    frames: list[memoryview] = []
+    offset = start
+    for length in lengths:
+        frames.append(view[offset:offset + length])
+        offset += length
+    return frames
+
+
+def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
+    """The frames of the one message in `buf`, as 1-d memoryviews of format "B".
+
+    Parameters: `buf`, bytes, a bytearray or a C-contiguous memoryview of any format;
+    `limits` (default DEFAULT_LIMITS).
+    Returns: views into `buf` (no copy): they alias its memory and are writeable when it is.
+    Raises: FrameError unless `buf` holds exactly one complete message within `limits`.
+    """
+    limits = DEFAULT_LIMITS if limits is None else limits
+    view = byte_view(buf)
+    size = view.nbytes
+    if size < WORD:
+        raise FrameError(f"truncated prelude: {size} bytes, the frame count alone needs {WORD}")
+    count = check_count(COUNT.unpack_from(view, 0)[0], limits)
+    # The lengths must be present before they are read: a hostile count cannot make us
+    # build a tuple larger than the buffer.
+    start = WORD + WORD * count
+    if start > size:
+        raise FrameError(f"truncated prelude: {count} frame lengths end at byte {start}, "
+                         f"the buffer holds {size}")
+    lengths: tuple[int, ...] = struct.unpack_from(f"<{count}Q", view, WORD)
+    total = check_lengths(lengths, limits)
+    if start + total != size:
+        what = "truncated message" if start + total > size else "trailing bytes after message"
+        raise FrameError(f"{what}: the prelude announces {count} frames of {total} bytes "
+                         f"from byte {start}, the buffer holds {size - start} after the prelude")
+    return slice_frames(view, start, lengths)
+
+
+class FrameReader:
+    # Docstring in _facade.CLASS_DOCS: mypyc drops class docstrings
+    # (https://github.com/mypyc/mypyc/issues/437).
+
+    def __init__(self, limits: Optional[Limits] = None) -> None:
+        self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
+        self.head = bytearray()  # the part of a prelude field received so far
+        self.count = -1  # frame count of the current message, -1 until it is known
+        self.lengths: tuple[int, ...] = ()
+        self.total = 0
+        self.body: Optional[bytearray] = None  # None until the prelude is complete
+        self.error: Optional[str] = None
+
+    @property
+    def pending(self) -> bool:
+        """True when bytes of a message that is not yet complete have been received: a
+        stream that ends now ends inside a message."""
+        return self.body is not None or self.count >= 0 or len(self.head) > 0
+
+    def feed(self, data: Frame) -> list[list[memoryview]]:
+        """Take the next bytes of the stream (of any length, even empty).
+
+        Returns: the frames of every message these bytes complete, oldest first; each frame
+        a writeable 1-d memoryview of format "B" into a buffer owned by that message.
+        Raises: FrameError on a prelude beyond the reader's Limits, or if it raised before.
+        """
+        view = byte_view(data)
+        if self.error is not None:
+            raise FrameError(f"FrameReader failed earlier and cannot resume: {self.error}")
+        try:
+            return self.consume(view)
+        except FrameError as exc:
+            self.error = str(exc)
+            raise
+
+    def consume(self, view: memoryview) -> list[list[memoryview]]:
+        messages: list[list[memoryview]] = []
+        pos = 0
+        end = view.nbytes
+        while pos < end:
+            body = self.body
+            if body is None:
+                pos = self.read_prelude(view, pos, end)
+            else:
+                take = min(self.total - len(body), end - pos)
+                body += view[pos:pos + take]
+                pos += take
+            body = self.body  # a message without payload bytes completes with its prelude
+            if body is not None and len(body) == self.total:
+                messages.append(slice_frames(memoryview(body), 0, self.lengths))
+                self.count = -1
+                self.body = None
+        return messages
+
+    def read_prelude(self, view: memoryview, pos: int, end: int) -> int:
+        if self.count < 0:
+            field, pos = self.gather(view, pos, end, WORD)
+            if field is None:
+                return pos
+            self.count = check_count(COUNT.unpack_from(field, 0)[0], self.limits)
+        if self.count > 0:
+            field, pos = self.gather(view, pos, end, WORD * self.count)
+            if field is None:
+                return pos
+            self.lengths = struct.unpack_from(f"<{self.count}Q", field, 0)
+        else:
+            self.lengths = ()
+        self.total = check_lengths(self.lengths, self.limits)
+        self.body = bytearray()
+        return pos
+
+    def gather(self, view: memoryview, pos: int, end: int,
+               need: int) -> tuple[Optional[memoryview], int]:
+        """A prelude field of `need` bytes and the position after it, or None and `end`
+        while it is incomplete (its start is then kept in `head`)."""
+        head = self.head
+        if not head and end - pos >= need:
+            return view[pos:pos + need], pos + need  # all here: read in place, no copy
+        take = min(need - len(head), end - pos)
+        head += view[pos:pos + take]
+        if len(head) < need:
+            return None, end
+        self.head = bytearray()  # the view below keeps the completed field alive
+        return memoryview(head), pos + take

@@ -1,0 +1,249 @@
+"""Stream framing: round trips, zero-copy unpacking, hostile preludes refused before anything
+is allocated, and a FrameReader that gives the same messages fed whole, byte by byte and in
+random chunks."""
+
+import array
+import struct
+import tracemalloc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
+                     unpack_frames)
+
+MiB = 2**20
+FRAME_LISTS: list[list[Frame]] = [
+    [], [b""], [b"abc"], [b"", b"", b""], [b"\x00" * 1000, b"x", b""],
+    [b"a", bytearray(b"bc"), memoryview(b"def")], [bytes(range(256)) * 300, b"tail"],
+]
+frame_lists = st.lists(st.binary(max_size=40), max_size=6)
+
+
+def as_bytes(messages: list[list[memoryview]]) -> list[list[bytes]]:
+    return [[bytes(frame) for frame in frames] for frames in messages]
+
+
+def feed_in_pieces(reader: FrameReader, data: bytes, sizes: Iterator[int]) -> list[list[bytes]]:
+    messages: list[list[bytes]] = []
+    pos = 0
+    while pos < len(data):
+        size = next(sizes)
+        messages.extend(as_bytes(reader.feed(data[pos:pos + size])))
+        pos += size
+    return messages
+
+
+def whole(reader: FrameReader, data: bytes) -> list[list[bytes]]:
+    return as_bytes(reader.feed(data))
+
+
+def byte_by_byte(reader: FrameReader, data: bytes) -> list[list[bytes]]:
+    return feed_in_pieces(reader, data, iter(lambda: 1, 0))
+
+
+FEEDERS: list[Callable[[FrameReader, bytes], list[list[bytes]]]] = [whole, byte_by_byte]
+
+
+def feed_raw_byte_by_byte(reader: FrameReader, data: bytes) -> list[list[memoryview]]:
+    return [frames for i in range(len(data)) for frames in reader.feed(data[i:i + 1])]
+
+
+def peak_allocation(action: Callable[[], Any]) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("frames", FRAME_LISTS, ids=range(len(FRAME_LISTS)))
+def test_round_trip(frames: list[Frame]) -> None:
+    packed = pack_frames(frames)
+    assert packed.startswith(pack_frames_prelude(frames))
+    unpacked = unpack_frames(packed)
+    assert [bytes(frame) for frame in unpacked] == [bytes(frame) for frame in frames]
+    for view in unpacked:
+        assert type(view) is memoryview and view.format == "B" and view.ndim == 1
+
+
+def test_prelude_layout_is_little_endian_uint64() -> None:
+    assert pack_frames_prelude([]) == b"\x00" * 8
+    assert pack_frames_prelude([b"ab", b"", b"cde"]) == struct.pack("<4Q", 3, 2, 0, 3)
+    assert pack_frames([b"ab", b"c"]) == struct.pack("<3Q", 2, 2, 1) + b"abc"
+
+
+def test_memoryview_lengths_are_counted_in_bytes() -> None:
+    doubles = memoryview(array.array("d", [1.0, 2.0, 3.0]))
+    matrix = memoryview(bytearray(range(12))).cast("B", (3, 4))
+    wide = memoryview(array.array("i", [7] * 5))
+    frames: list[Frame] = [doubles, matrix, wide]
+    assert pack_frames_prelude(frames) == struct.pack("<4Q", 3, 24, 12, 5 * wide.itemsize)
+    unpacked = unpack_frames(pack_frames(frames))
+    assert [bytes(frame) for frame in unpacked] == [frame.tobytes() for frame in
+                                                    (doubles, matrix, wide)]
+
+
+def test_unpack_is_zero_copy() -> None:
+    buf = bytearray(pack_frames([b"hello", b"", b"world"]))
+    frames = unpack_frames(buf)
+    assert all(frame.obj is buf for frame in frames)
+    frames[2][0:1] = b"W"  # writes land in the caller's buffer
+    assert buf.endswith(b"World")
+    readonly = pack_frames([b"hello"])
+    assert unpack_frames(readonly)[0].obj is readonly and unpack_frames(readonly)[0].readonly
+
+
+def test_unpack_accepts_views_of_any_format() -> None:
+    packed = pack_frames([b"12345678", b"abcdefgh"])
+    bufs: list[Frame] = [bytearray(packed), memoryview(packed), memoryview(packed).cast("Q"),
+                         memoryview(array.array("B", packed))]
+    for buf in bufs:
+        assert [bytes(frame) for frame in unpack_frames(buf)] == [b"12345678", b"abcdefgh"]
+
+
+def test_truncated_buffers_raise() -> None:
+    packed = pack_frames([b"abc", b"", b"defg"])
+    for cut in range(len(packed)):
+        with pytest.raises(FrameError):
+            unpack_frames(packed[:cut])
+    with pytest.raises(FrameError, match="truncated prelude"):
+        unpack_frames(packed[:20])
+    with pytest.raises(FrameError, match="truncated message"):
+        unpack_frames(packed[:-1])
+
+
+def test_trailing_bytes_raise() -> None:
+    for extra in (b"\x00", pack_frames([b"second message"])):
+        with pytest.raises(FrameError, match="trailing bytes"):
+            unpack_frames(pack_frames([b"abc"]) + extra)
+
+
+HOSTILE = [
+    (struct.pack("<Q", 2**60), "max_frames=1048576"),
+    (struct.pack("<Q", 2**64 - 1), "max_frames"),
+    (struct.pack("<QQ", 1, 2**62), "frame 0 of 1 .*max_frame_bytes=1073741824"),
+    (struct.pack("<4Q", 3, 5, 2**30 + 1, 2**62), "frame 1 of 3 .*max_frame_bytes"),
+    (struct.pack("<6Q", 5, *[2**30] * 5), "max_message_bytes=4294967296"),
+]
+
+
+@pytest.mark.parametrize("prelude, error", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_preludes_are_refused_without_allocating(prelude: bytes, error: str) -> None:
+    with pytest.raises(FrameError, match=error):
+        unpack_frames(prelude + b"\x00" * 64)
+    for feed in FEEDERS:
+        def refuse() -> None:
+            with pytest.raises(FrameError, match=error):
+                feed(FrameReader(), prelude + b"\x00" * 64)
+        assert peak_allocation(refuse) < MiB
+
+
+def test_count_beyond_the_buffer_is_refused_without_allocating() -> None:
+    prelude = struct.pack("<Q", 2**20)  # within max_frames, but the lengths are missing
+    with pytest.raises(FrameError, match="truncated prelude: 1048576 frame lengths"):
+        unpack_frames(prelude + b"\x00" * 64)
+    assert peak_allocation(lambda: pytest.raises(FrameError, unpack_frames, prelude)) < MiB
+
+
+def test_custom_limits_are_applied() -> None:
+    limits = Limits(max_frames=2, max_frame_bytes=10, max_message_bytes=15)
+    for frames, error in (([b"a", b"b", b"c"], r"Limits.max_frames=2"),
+                          ([b"a", b"x" * 11], r"frame 1 of 2 .*Limits.max_frame_bytes=10"),
+                          ([b"x" * 8, b"y" * 8], r"16 bytes.*Limits.max_message_bytes=15")):
+        packed = pack_frames(frames)
+        with pytest.raises(FrameError, match=error):
+            unpack_frames(packed, limits=limits)
+        with pytest.raises(FrameError, match=error):
+            FrameReader(limits).feed(packed)
+    assert len(unpack_frames(pack_frames([b"x" * 10, b"y" * 5]), limits=limits)) == 2
+
+
+@pytest.mark.parametrize("feed", FEEDERS)
+def test_reader_gives_every_message(feed: Callable[[FrameReader, bytes], list[list[bytes]]],
+                                    ) -> None:
+    expected = [[bytes(frame) for frame in frames] for frames in FRAME_LISTS]
+    stream = b"".join(pack_frames(frames) for frames in FRAME_LISTS)
+    assert feed(FrameReader(), stream) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=st.lists(frame_lists, min_size=1, max_size=5), data=st.data())
+def test_reader_in_random_chunks(messages: list[list[bytes]], data: st.DataObject) -> None:
+    stream = b"".join(pack_frames(frames) for frames in messages)
+    sizes = iter(lambda: data.draw(st.integers(min_value=1, max_value=64)), -1)
+    reader = FrameReader()
+    assert feed_in_pieces(reader, stream, sizes) == messages
+    assert whole(FrameReader(), stream) == messages == byte_by_byte(FrameReader(), stream)
+    assert not reader.pending
+
+
+def test_several_messages_in_one_chunk_and_empty_feeds() -> None:
+    reader = FrameReader()
+    assert reader.feed(b"") == []
+    stream = pack_frames([b"one"]) + pack_frames([]) + pack_frames([b"two", b"2"])
+    assert as_bytes(reader.feed(stream)) == [[b"one"], [], [b"two", b"2"]]
+    assert reader.feed(bytearray()) == []
+
+
+def test_reader_frames_are_writeable_and_share_one_buffer_per_message() -> None:
+    stream = pack_frames([b"abc", b"", b"defg"]) + pack_frames([b"xy"])
+    for first, second in (FrameReader().feed(stream),
+                          feed_raw_byte_by_byte(FrameReader(), stream)):
+        owner = first[0].obj
+        assert type(owner) is bytearray and bytes(owner) == b"abcdefg"
+        assert all(frame.obj is owner and not frame.readonly for frame in first)
+        assert second[0].obj is not owner
+        first[2][0:1] = b"D"  # writeable, and the write lands in the message's buffer
+        assert bytes(owner) == b"abcDefg"
+
+
+def test_reader_copies_the_fed_bytes() -> None:
+    chunk = bytearray(pack_frames([b"abc"]))
+    [[frame]] = FrameReader().feed(chunk)
+    chunk[-3:] = b"zzz"
+    assert bytes(frame) == b"abc"
+
+
+def test_reader_accepts_views_of_any_format() -> None:
+    packed = pack_frames([b"12345678"])
+    chunks: list[Frame] = [memoryview(packed).cast("Q"), memoryview(array.array("B", packed)),
+                           bytearray(packed)]
+    for data in chunks:
+        assert as_bytes(FrameReader().feed(data)) == [[b"12345678"]]
+
+
+def test_reader_stays_failed() -> None:
+    reader = FrameReader(Limits(max_frames=1))
+    with pytest.raises(FrameError, match="max_frames=1"):
+        reader.feed(pack_frames([b"a"]) + pack_frames([b"b", b"c"]))
+    for data in (pack_frames([b"fine"]), b"", b"\x00"):
+        with pytest.raises(FrameError, match="failed earlier.*max_frames=1"):
+            reader.feed(data)
+
+
+def test_valid_huge_prelude_reserves_nothing_until_the_bytes_arrive() -> None:
+    reader = FrameReader()
+    prelude = struct.pack("<4Q", 3, 2**30, 2**30, 2**30)  # within the default Limits
+    assert peak_allocation(lambda: reader.feed(prelude)) < MiB
+    assert reader.pending
+    assert peak_allocation(lambda: reader.feed(b"\x00" * 1000)) < MiB
+
+
+def test_pending() -> None:
+    reader = FrameReader()
+    packed = pack_frames([b"abc", b"de"])
+    assert not reader.pending
+    for cut in range(1, len(packed)):  # inside the count, the lengths and the body
+        reader.feed(packed[cut - 1:cut])
+        assert reader.pending
+    assert as_bytes(reader.feed(packed[-1:])) == [[b"abc", b"de"]]
+    assert not reader.pending
+    assert as_bytes(reader.feed(pack_frames([]))) == [[]]
+    assert not reader.pending
+    assert as_bytes(reader.feed(pack_frames([b"x"]) + packed[:9])) == [[b"x"]]
+    assert reader.pending
