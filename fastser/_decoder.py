@@ -11,12 +11,11 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from ._dispatch import as_byte_view
 from ._errors import DeserializationError, FastserError
 from ._limits import DEFAULT_LIMITS, Limits
 from ._serialize import check_families, deserialize
-from ._split import merge_frames, nbytes
-from ._types import Frame, Header
+from ._split import merge_frames
+from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_SERIALIZER, MAX_NESTED_EXT,
@@ -62,7 +61,7 @@ class Decoder:
                 f"frames must be a list of bytes-like frames, not {type(given).__qualname__}")
         self.check_limits(frame_list)
         header = frame_list[0]
-        view = as_byte_view(header)
+        view = byte_view(header)
         if view.nbytes == 0 or view[0] != WIRE_VERSION:
             found = view[0] if view.nbytes else "nothing"
             raise DeserializationError(
@@ -178,7 +177,7 @@ class DecodeState:
             frame = self.frame_at(unpack_plain(data))
             return frame if type(frame) is bytearray else bytearray(frame)
         if code == EXT_MEMORYVIEW_FRAME:
-            return as_byte_view(self.frame_at(unpack_plain(data)))
+            return byte_view(self.frame_at(unpack_plain(data)))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
     def nested_items(self, data: bytes) -> list[Any]:

@@ -10,7 +10,7 @@ from typing import Any, Final, Optional
 from ._errors import DeserializationError
 from ._registry import (REGISTRY, register_serialization, register_serialization_family,
                         register_serialization_lazy)
-from ._types import Frame, Header
+from ._types import Frame, Header, byte_view
 from ._wire import HEADER_TYPE
 
 ARRAY_TYPECODES: Final = frozenset(array.typecodes)
@@ -72,13 +72,8 @@ def memoryview_dumps(obj: memoryview) -> tuple[Header, list[Frame]]:
     return {}, [memoryview_frame(obj)]
 
 
-def as_byte_view(frame: Frame) -> memoryview:
-    view = memoryview(frame)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
-
-
 def memoryview_loads(header: Header, frames: list[Frame]) -> memoryview:
-    return as_byte_view(single_frame(frames, "memoryview"))
+    return byte_view(single_frame(frames, "memoryview"))
 
 
 def array_dumps(obj: "array.array[Any]") -> tuple[Header, list[Frame]]:

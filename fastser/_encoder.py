@@ -21,8 +21,8 @@ from ._limits import DEFAULT_MAX_DEPTH
 from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
                          check_on_error, error_payload, serialize_with)
-from ._split import nbytes, split_frame
-from ._types import Frame, Header
+from ._split import split_frame
+from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_SERIALIZER, MAX_NESTED_EXT,

@@ -11,23 +11,16 @@ from typing import Final, Optional
 
 from ._errors import FrameError
 from ._limits import DEFAULT_LIMITS, Limits
-from ._types import Frame
+from ._types import Frame, byte_view, nbytes
 
 WORD: Final = 8  # bytes per uint64 in the prelude
 COUNT: Final = struct.Struct("<Q")
 
 
-def frame_nbytes(frame: Frame) -> int:
-    # len() of a memoryview counts items, not bytes, when its format is not "B".
-    if isinstance(frame, (bytes, bytearray)):
-        return len(frame)
-    return memoryview(frame).nbytes
-
-
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
     """The prelude for `frames`: their count, then each length in bytes, as little-endian
     uint64s. Write it, then the frames, for a scatter-gather send without joining."""
-    lengths = [frame_nbytes(frame) for frame in frames]
+    lengths = [nbytes(frame) for frame in frames]
     count = len(lengths)
     return struct.pack(f"<{count + 1}Q", count, *lengths)
 
@@ -37,11 +30,6 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
     parts: list[Frame] = [pack_frames_prelude(frames)]
     parts.extend(frames)
     return b"".join(parts)
-
-
-def byte_view(data: Frame) -> memoryview:
-    view = memoryview(data)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 def check_count(count: int, limits: Limits) -> int:

@@ -3,11 +3,7 @@
 Splitting never copies: the pieces are memoryviews of the caller's frame.
 """
 
-from ._types import Frame
-
-
-def nbytes(frame: Frame) -> int:
-    return len(frame) if type(frame) is not memoryview else frame.nbytes
+from ._types import Frame, nbytes
 
 
 def split_frame(frame: Frame, split_size: int) -> list[Frame]:

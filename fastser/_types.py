@@ -9,3 +9,14 @@ Frame: TypeAlias = Union[bytes, bytearray, memoryview]
 # A header describes how the frames of one serialized object are to be read back.
 # It must be encodable by msgpack (str keys; str/int/float/bool/None/bytes/list/dict values).
 Header: TypeAlias = dict[str, Any]
+
+
+def nbytes(frame: Frame) -> int:
+    """The size of a frame in bytes (len() of a memoryview counts items, not bytes)."""
+    return len(frame) if type(frame) is not memoryview else frame.nbytes
+
+
+def byte_view(frame: Frame) -> memoryview:
+    """A 1-d unsigned-byte view of the frame's memory (no copy)."""
+    view = memoryview(frame)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")

@@ -6,7 +6,7 @@ Paths are built only for what is removed; the walk keeps one shared stack of key
 
 from typing import Any
 
-from ._split import nbytes
+from ._types import nbytes
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 
