@@ -123,24 +123,10 @@ def deeper_than(obj: object, budget: int) -> bool:
     """Whether containers nest more than `budget` levels below `obj` (a container)."""
     if budget == 0:
         return True
-    # One loop per concrete type: mypyc iterates a typed dict or list without the
-    # generic iterator protocol, and this runs over every value of large headers.
-    if type(obj) is dict:
-        for value in obj.values():
-            t = type(value)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) \
-                    and deeper_than(value, budget - 1):
-                return True
-    elif type(obj) is list:
-        for item in obj:
-            t = type(item)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) \
-                    and deeper_than(item, budget - 1):
-                return True
-    else:
-        for member in cast(Iterable[object], obj):
-            if is_container(member) and deeper_than(member, budget - 1):
-                return True
+    items = obj.values() if type(obj) is dict else cast(Iterable[object], obj)
+    for item in items:
+        if is_container(item) and deeper_than(item, budget - 1):
+            return True
     return False
 
 
