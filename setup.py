@@ -7,6 +7,7 @@ every module with hot code. Left interpreted, each for a reason:
   _facade.py   public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
   _errors.py   exceptions with two built-in bases, which native classes cannot have
   _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
+  _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called once per split frame
   __main__.py  the command line: nothing hot
 """
 
@@ -24,6 +25,7 @@ COMPILED_MODULES = [
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_split.py",
+    "fastser/_compression.py",
     "fastser/_paths.py",
     "fastser/_walk.py",
     "fastser/_encoder.py",

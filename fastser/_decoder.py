@@ -13,7 +13,8 @@ import msgpack
 
 from ._errors import DeserializationError, FastserError
 from ._limits import DEFAULT_LIMITS, Limits
-from ._serialize import check_families, deserialize
+from ._compression import decompress
+from ._serialize import check_families, deserialize_within
 from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
@@ -138,6 +139,7 @@ class DecodeState:
         self.frames = frames
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
+        self.used: Optional[bytearray] = None  # which payload frames a ref has named
 
     def ext_hook(self, code: int, data: bytes) -> Any:
         if code == EXT_TUPLE:
@@ -147,7 +149,7 @@ class DecodeState:
         if code == EXT_PICKLED:
             return self.pickled(data)
         if code == EXT_BYTES_FRAME:
-            frame = self.frame_at(unpack_plain(data))
+            frame = self.raw_frame(unpack_plain(data), False)
             return frame if type(frame) is bytes else bytes(frame)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
@@ -160,10 +162,10 @@ class DecodeState:
         if code == EXT_MEMORYVIEW:
             return memoryview(data)
         if code == EXT_BYTEARRAY_FRAME:
-            frame = self.frame_at(unpack_plain(data))
+            frame = self.raw_frame(unpack_plain(data), True)
             return frame if type(frame) is bytearray else bytearray(frame)
         if code == EXT_MEMORYVIEW_FRAME:
-            return byte_view(self.frame_at(unpack_plain(data)))
+            return byte_view(self.raw_frame(unpack_plain(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
     def nested_items(self, data: bytes) -> list[Any]:
@@ -177,27 +179,51 @@ class DecodeState:
             raise DeserializationError("a tuple or set placeholder does not hold an array")
         return items
 
+    def raw_frame(self, ref: Any, writeable: bool) -> Frame:
+        """The frame of an out-of-band bytes-like: a frame ref, or [frame ref, compression]."""
+        if type(ref) is list and len(ref) == 2 and type(ref[1]) is str:
+            return decompress(ref[1], self.frame_at(ref[0]), self.decoder.limits.max_frame_bytes,
+                              writeable)
+        return self.frame_at(ref)
+
     def frame_at(self, ref: Any) -> Frame:
-        """The payload frame a ref names: inline bytes, an index, or [start, count] pieces."""
+        """The payload frame a ref names: inline bytes, an index, or [start, count] pieces.
+        Each payload frame may be named once: a header naming one frame many times would
+        otherwise make every copy of it (bytes(), a join) a hostile amplification."""
         if type(ref) is bytes:
             return ref
         count = len(self.frames)
         if type(ref) is int:
             if not 0 < ref < count:
                 raise DeserializationError(f"frame index {ref} out of range (1..{count - 1})")
+            self.claim(ref, 1)
             return self.frames[ref]
         if type(ref) is list and len(ref) == 2 and type(ref[0]) is int and type(ref[1]) is int:
             start, pieces = ref[0], ref[1]
             if not (0 < start and 0 < pieces and start + pieces <= count):
                 raise DeserializationError(
                     f"frame range [{start}, {start}+{pieces}) out of range (1..{count - 1})")
-            merged = merge_frames(self.frames[start:start + pieces])
-            if nbytes(merged) > self.decoder.limits.max_frame_bytes:
+            self.claim(start, pieces)
+            parts = self.frames[start:start + pieces]
+            size = 0
+            for part in parts:
+                size += nbytes(part)
+            limit = self.decoder.limits.max_frame_bytes
+            if size > limit:
                 raise DeserializationError(
-                    f"joined frame of {nbytes(merged)} bytes exceeds "
-                    f"Limits.max_frame_bytes={self.decoder.limits.max_frame_bytes}")
-            return merged
+                    f"frames {start}..{start + pieces - 1} join to {size} bytes, exceeding "
+                    f"Limits.max_frame_bytes={limit}")
+            return merge_frames(parts)
         raise DeserializationError(f"bad frame reference {ref!r}")
+
+    def claim(self, start: int, count: int) -> None:
+        used = self.used
+        if used is None:
+            used = self.used = bytearray(len(self.frames))
+        for index in range(start, start + count):
+            if used[index]:
+                raise DeserializationError(f"frame {index} is referenced twice in the header")
+            used[index] = 1
 
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
         record = unpack_plain(data)
@@ -210,7 +236,8 @@ class DecodeState:
         header, frames = self.record(data)
         decoder = self.decoder
         if decoder.deserialize:
-            return deserialize(header, frames, decoder.deserializers)
+            return deserialize_within(header, frames, decoder.deserializers,
+                                      decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
             return decoder.serialized_factory(header, frames)
         return Serialized(header, frames)
@@ -222,6 +249,7 @@ class DecodeState:
             if header.get(HEADER_SERIALIZER) != PICKLE:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
-            return deserialize(header, frames, decoder.deserializers)
+            return deserialize_within(header, frames, decoder.deserializers,
+                                      decoder.limits.max_frame_bytes)
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)

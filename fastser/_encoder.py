@@ -15,17 +15,19 @@ from typing import Any, Final, Optional, Union, cast
 
 import msgpack
 
+from ._compression import check_compression, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError
 from ._limits import DEFAULT_MAX_DEPTH
 from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
                          check_on_error, error_payload, serialize_with)
-from ._split import split_frame
+from ._split import split_frames
 from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_SERIALIZER, MAX_NESTED_EXT,
+                    EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_COMPRESSION, HEADER_SERIALIZER,
+                    MAX_NESTED_EXT,
                     OUT_OF_BAND_BYTES, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -69,14 +71,13 @@ class Encoder:
         check_on_error(on_error)
         if type(frame_split_size) is not int or frame_split_size < 1:
             raise ValueError(f"frame_split_size must be a positive int, got {frame_split_size!r}")
-        if compression is not None:
-            raise ValueError(f"unknown compression {compression!r}")
         names = DEFAULT_SERIALIZERS if serializers is None else serializers
         self.serializers: tuple[str, ...] = check_families(names, "serializers")
         self.on_error: str = on_error
         self.context = context
         self.frame_split_size = frame_split_size
-        self.compression = compression
+        # "auto" is resolved once, here: None, or the name of an installed compressor.
+        self.compression: Optional[str] = check_compression(compression)
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
         self.max_depth: int = DEFAULT_MAX_DEPTH
@@ -118,20 +119,18 @@ class Encoder:
         if type(obj) is bytes:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return obj
-            return ExtType(EXT_BYTES_FRAME, state.pack_nested(self.add_frame(obj, state.frames)))
+            return ExtType(EXT_BYTES_FRAME, self.out_of_band(obj, state))
         if t is tuple or t is set or t is frozenset:
             return self.encode_collection(obj, depth, state)
         if type(obj) is bytearray:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return ExtType(EXT_BYTEARRAY, bytes(obj))
-            return ExtType(EXT_BYTEARRAY_FRAME,
-                           state.pack_nested(self.add_frame(obj, state.frames)))
+            return ExtType(EXT_BYTEARRAY_FRAME, self.out_of_band(obj, state))
         if type(obj) is memoryview:
             view = memoryview_frame(obj)
             if nbytes(view) < OUT_OF_BAND_BYTES:
                 return ExtType(EXT_MEMORYVIEW, bytes(view))
-            return ExtType(EXT_MEMORYVIEW_FRAME,
-                           state.pack_nested(self.add_frame(view, state.frames)))
+            return ExtType(EXT_MEMORYVIEW_FRAME, self.out_of_band(view, state))
         return self.encode_object(obj, depth, state)
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
@@ -179,10 +178,19 @@ class Encoder:
         state.nested_ext -= 1
         return ExtType(code, state.pack_nested(items))
 
+    def out_of_band(self, frame: Frame, state: EncodeState) -> bytes:
+        """The packed ref of a large bytes-like's own frame: the frame, never copied; or,
+        when compression pays, [ref of the compressed frame, compression name]."""
+        if self.compression is not None:
+            name, compressed = maybe_compress(frame, self.compression)
+            if name is not None:
+                return state.pack_nested([self.frame_refs([compressed], state.frames)[0], name])
+        return state.pack_nested(self.add_frame(frame, state.frames))
+
     def add_frame(self, frame: Frame, frames: list[Frame]) -> FrameRef:
         """Append an out-of-band frame (split into views if large) and return its ref."""
         if nbytes(frame) > self.frame_split_size:
-            pieces = split_frame(frame, self.frame_split_size)
+            pieces = split_frames(frame, self.frame_split_size)
             start = len(frames)
             frames.extend(pieces)
             return [start, len(pieces)]
@@ -245,4 +253,21 @@ class Encoder:
         # a serialized "error" record, which raises on receipt.
         if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
             code = EXT_SERIALIZED
+        elif self.compression is not None and HEADER_COMPRESSION not in header:
+            payload = self.compress_payload(header, payload, self.compression)
         return self.record(code, header, payload, state, obj)
+
+    def compress_payload(self, header: Header, payload: list[Frame],
+                         compression: str) -> list[Frame]:
+        """The payload with every frame that compresses well compressed; the header's
+        "compression" lists what each frame went through (only when one did)."""
+        names: list[Optional[str]] = []
+        frames: list[Frame] = []
+        for frame in payload:
+            name, frame = maybe_compress(frame, compression)
+            names.append(name)
+            frames.append(frame)
+        if any(name is not None for name in names):
+            header[HEADER_COMPRESSION] = names
+            return frames
+        return payload

@@ -8,12 +8,14 @@ from typing import Any, Final, Literal, Optional
 
 import msgpack
 
+from ._compression import decompress_frames
 from ._dispatch import register_builtin_types
 from ._errors import DeserializationError, FastserError, SerializationError
+from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._registry import REGISTRY, register_serialization_family
 from ._types import Frame, Header
-from ._wire import HEADER_SERIALIZER
+from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 OnError = Literal["raise", "message"]
@@ -84,6 +86,12 @@ def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Heade
 
 def deserialize(header: Header, frames: list[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
+    return deserialize_within(header, frames, deserializers, DEFAULT_LIMITS.max_frame_bytes)
+
+
+def deserialize_within(header: Header, frames: list[Frame],
+                       deserializers: Optional[Sequence[str]], max_frame_bytes: int) -> Any:
+    """deserialize(), with each decompressed frame bounded by `max_frame_bytes`."""
     name = header.get(HEADER_SERIALIZER) if type(header) is dict else None
     if type(name) is not str:
         raise DeserializationError(f"a payload header needs a str {HEADER_SERIALIZER!r}")
@@ -94,6 +102,9 @@ def deserialize(header: Header, frames: list[Frame],
     family = REGISTRY.families.get(name)
     if family is None:
         raise DeserializationError(f"payload of unknown serializer family {name!r}")
+    compression = header.get(HEADER_COMPRESSION)
+    if compression is not None:
+        frames = decompress_frames(compression, frames, max_frame_bytes)
     try:
         return family.loads(header, frames)
     except FastserError:

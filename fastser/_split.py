@@ -1,30 +1,67 @@
-"""Splitting payload frames into views, and joining them again. Sits below the codec.
+"""Splitting payload frames into views, and joining them again. Sits on _types and _buffers.
 
-Splitting never copies: the pieces are memoryviews of the caller's frame.
+Strategy: splitting never copies (the pieces are memoryviews of the caller's frame), and
+joining does not copy either when the pieces lie end to end in one buffer — as they do when
+they come from one receive buffer (fastser.sock, FrameReader, unpack_frames) or straight
+from split_frames in the same process. The join then returns a view of that buffer; only
+pieces scattered over several buffers are copied into a new bytearray.
 """
 
-from ._types import Frame, nbytes
+from typing import Optional
+
+from ._buffers import buffer_address
+from ._types import Frame, byte_view, nbytes
 
 
-def split_frame(frame: Frame, split_size: int) -> list[Frame]:
+def split_frames(frame: Frame, split_size: int) -> list[Frame]:
     """Pieces of at most `split_size` bytes, as views of `frame` (no copy)."""
-    view = memoryview(frame)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
+    view = byte_view(frame)
     total = view.nbytes
     return [view[start:start + split_size] for start in range(0, total, split_size)]
 
 
 def merge_frames(pieces: list[Frame]) -> Frame:
-    """Join the pieces of one split frame into one writeable buffer (a single piece is
+    """The pieces of one split frame as one frame: a view when they are adjacent in one
+    buffer (zero-copy, aliasing it), else a new writeable bytearray (a single piece is
     returned as it is)."""
     if len(pieces) == 1:
         return pieces[0]
+    joined = join_adjacent(pieces)
+    if joined is not None:
+        return joined
     merged = bytearray(sum(nbytes(piece) for piece in pieces))
     view = memoryview(merged)
     offset = 0
     for piece in pieces:
         size = nbytes(piece)
-        view[offset:offset + size] = piece if type(piece) is not memoryview else piece.cast("B")
+        view[offset:offset + size] = byte_view(piece)
         offset += size
     return merged
+
+
+def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
+    """A view spanning `pieces` when they are memoryviews of one buffer that follow one
+    another in it without a gap; None otherwise."""
+    first = pieces[0]
+    if type(first) is not memoryview or first.obj is None:
+        return None
+    owner = first.obj
+    try:
+        whole = byte_view(memoryview(owner))
+    except (TypeError, ValueError, BufferError):
+        return None  # the owner has no C-contiguous buffer of its own
+    base = buffer_address(whole)
+    expected = buffer_address(first)
+    if base is None or expected is None:
+        return None
+    start = expected - base
+    for piece in pieces:
+        if type(piece) is not memoryview or piece.obj is not owner:
+            return None
+        if buffer_address(piece) != expected:
+            return None
+        expected += piece.nbytes
+    end = expected - base
+    if start < 0 or end > whole.nbytes:
+        return None
+    return whole[start:end]

@@ -10,10 +10,12 @@ LAYERS = [
     {"_types", "_errors", "_wire", "_limits", "wrappers"},
     {"_registry"},
     {"_dispatch", "_numpy", "_pickle"},
+    {"_buffers"},
+    {"_split", "_compression"},
     {"_serialize"},
-    {"_split"},
     {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
     {"_framing"},
+    {"aio", "sock"},
     {"_facade", "__init__", "__main__", "_demo"},
 ]
 

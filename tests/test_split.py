@@ -1,0 +1,90 @@
+"""Splitting payload frames into views, and joining them without a copy when they are
+adjacent in one buffer."""
+
+from typing import Any
+
+import numpy as np
+
+import fastser
+from fastser._split import join_adjacent, merge_frames, split_frames
+from fastser._types import Frame
+
+
+def pieces_of(buffer: Any, sizes: list[int]) -> list[Frame]:
+    view = memoryview(buffer)
+    out: list[Frame] = []
+    offset = 0
+    for size in sizes:
+        out.append(view[offset:offset + size])
+        offset += size
+    return out
+
+
+def test_split_frames_are_views_covering_the_frame() -> None:
+    data = bytearray(range(256)) * 40
+    pieces = split_frames(data, 1000)
+    assert [len(p) for p in pieces] == [1000] * 10 + [240]
+    assert all(type(p) is memoryview and p.obj is data for p in pieces)
+    assert b"".join(pieces) == data
+
+
+def test_adjacent_pieces_of_one_buffer_join_as_a_view() -> None:
+    for buffer in (bytearray(b"abcdefghij" * 100), b"0123456789" * 100):
+        pieces = pieces_of(buffer, [300, 300, 400])
+        joined = merge_frames(pieces)
+        assert type(joined) is memoryview and joined.obj is buffer
+        assert joined.tobytes() == bytes(buffer)
+        assert joined.readonly is (type(buffer) is bytes)
+
+
+def test_a_run_inside_a_larger_buffer_joins_in_place() -> None:
+    buffer = bytearray(range(200))
+    pieces = pieces_of(buffer, [10, 50, 60, 80])[1:3]  # bytes 10..120
+    joined = merge_frames(pieces)
+    assert type(joined) is memoryview and joined.tobytes() == bytes(range(10, 120))
+    joined[0] = 255
+    assert buffer[10] == 255  # a view of the buffer, not a copy
+
+
+def test_pieces_with_a_gap_or_out_of_order_or_from_two_buffers_are_copied() -> None:
+    buffer = bytearray(range(100))
+    view = memoryview(buffer)
+    other = bytearray(b"z" * 10)
+    cases: list[list[Frame]] = [
+        [view[0:10], view[11:20]],  # a gap
+        [view[10:20], view[0:10]],  # out of order
+        [view[0:10], memoryview(other)],  # two buffers
+        [bytes(view[0:10]), view[10:20]],  # not views
+        [view[0:10], view[10:20:2]],  # strided
+    ]
+    for pieces in cases:
+        assert join_adjacent(pieces) is None
+        merged = merge_frames(pieces)
+        assert type(merged) is bytearray
+        assert merged == b"".join(bytes(p) for p in pieces)
+
+
+def test_a_single_piece_is_returned_as_it_is() -> None:
+    piece = memoryview(b"abc")
+    assert merge_frames([piece]) is piece
+
+
+def test_loads_of_split_frames_in_one_process_copies_nothing() -> None:
+    x = np.arange(1_000_000, dtype="f8")
+    frames = fastser.dumps({"x": fastser.Serialize(x)}, frame_split_size=2**20)
+    assert len(frames) == 1 + 8
+    y = fastser.loads(frames)["x"]
+    assert np.shares_memory(x, y) and (y == x).all()
+
+
+def test_split_frames_through_a_packed_stream_join_without_a_copy() -> None:
+    x = np.arange(1_000_000, dtype="f8")
+    frames = fastser.dumps({"x": fastser.Serialize(x), "b": b"q" * 3_000_000},
+                           frame_split_size=2**20)
+    stream = bytearray(fastser.pack_frames(frames))
+    received = fastser.unpack_frames(stream)
+    out = fastser.loads(received)
+    y = out["x"]
+    assert (y == x).all() and y.flags.writeable
+    assert np.shares_memory(y, np.frombuffer(stream, dtype=np.uint8))
+    assert out["b"] == b"q" * 3_000_000
