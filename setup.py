@@ -32,6 +32,8 @@ COMPILED_MODULES = [
     "fastser/_decoder.py",
     "fastser/_codec.py",
     "fastser/_framing.py",
+    "fastser/sock.py",
+    "fastser/aio.py",
 ]
 
 

@@ -10,7 +10,7 @@ import importlib
 import zlib
 from typing import Any, Final, Optional
 
-from ._errors import DeserializationError
+from ._errors import DeserializationError, chained
 from ._types import Frame, byte_view
 
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
@@ -127,8 +127,8 @@ def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True) 
     except DeserializationError:
         raise
     except Exception as exc:
-        raise DeserializationError(
-            f"corrupt {name} payload: {type(exc).__name__}: {exc}") from exc
+        raise chained(DeserializationError(
+            f"corrupt {name} payload: {type(exc).__name__}: {exc}"), exc)
 
 
 def too_large(name: str, size: int, max_bytes: int) -> DeserializationError:

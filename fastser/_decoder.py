@@ -11,7 +11,7 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from ._errors import DeserializationError, FastserError
+from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits
 from ._compression import decompress
 from ._serialize import check_families, deserialize_within
@@ -74,8 +74,8 @@ class Decoder:
         except FastserError:
             raise
         except Exception as exc:
-            raise DeserializationError(
-                f"corrupt header frame: {type(exc).__name__}: {exc}") from exc
+            raise chained(DeserializationError(
+                f"corrupt header frame: {type(exc).__name__}: {exc}"), exc)
         max_depth = self.limits.max_depth
         # Every level of nesting takes at least one byte of header, so only a header longer
         # than max_depth can nest deeper; msgpack itself stops at 1024 levels per decode.

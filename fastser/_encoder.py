@@ -17,7 +17,7 @@ import msgpack
 
 from ._compression import check_compression, maybe_compress
 from ._dispatch import memoryview_frame
-from ._errors import SerializationError, UnencodableError
+from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
 from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
@@ -34,6 +34,10 @@ from .wrappers import Pickled, Serialize, Serialized, ToPickle
 ExtType: Final = msgpack.ExtType
 MIN_INT64: Final = -(2**63)
 MAX_UINT64: Final = 2**64 - 1
+# mypyc keeps ints in [-2**62, 2**62) unboxed and compares them inline; a comparison with
+# MIN_INT64 or MAX_UINT64 (boxed) costs ~150 ns, so those are tried only outside this range.
+MIN_SHORT_INT: Final = -4611686018427387904
+MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 PICKLE_ONLY: Final = ("pickle",)
 
@@ -94,7 +98,8 @@ class Encoder:
             packer.pack(body)
             state.frames[0] = packer.bytes()
         except UnencodableError as exc:
-            raise SerializationError(f"{exc.reason} at {find_path(msg, exc.obj)}") from exc.__cause__
+            where = find_path(msg, exc.obj)
+            raise chained(SerializationError(f"{exc.reason} at {where}"), exc.__cause__)
         finally:
             packer.reset()
             self.packers.append(packer)
@@ -105,11 +110,14 @@ class Encoder:
         t = type(obj)
         if t is str or t is float or t is bool or obj is None:
             return obj
-        if type(obj) is int:
-            if MIN_INT64 <= obj <= MAX_UINT64:
+        if t is int:
+            # mypyc: `type(obj) is int` narrows obj to a native int, and `return obj` would
+            # then box a new int object — no longer `obj`, so every list of ints got copied.
+            value = cast(int, obj)
+            if MIN_SHORT_INT <= value <= MAX_SHORT_INT or MIN_INT64 <= value <= MAX_UINT64:
                 return obj
-            return ExtType(EXT_BIGINT, obj.to_bytes((obj.bit_length() + 8) // 8,
-                                                    "little", signed=True))
+            return ExtType(EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8,
+                                                      "little", signed=True))
         if depth >= self.max_depth:
             raise UnencodableError(obj, f"message nested deeper than max_depth={self.max_depth}")
         if type(obj) is dict:
@@ -212,8 +220,9 @@ class Encoder:
             data = state.pack_nested([header, self.frame_refs(payload, state.frames)])
         except (TypeError, ValueError, OverflowError) as exc:
             state.packer.reset()
-            raise UnencodableError(obj, f"the header of a {type(obj).__qualname__} payload is "
-                                        f"not msgpack-encodable: {exc}") from exc
+            reason = (f"the header of a {type(obj).__qualname__} payload is not "
+                      f"msgpack-encodable: {exc}")
+            raise chained(UnencodableError(obj, reason), exc)
         return ExtType(code, data)
 
     def encode_object(self, obj: object, depth: int, state: EncodeState) -> object:
@@ -247,7 +256,7 @@ class Encoder:
         try:
             header, payload = serialize_with(data, names, self.on_error, self.context)
         except SerializationError as exc:
-            raise UnencodableError(obj, str(exc)) from exc.__cause__
+            raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
         # ToPickle and the fallback travel as pickled records, so a decoder that refuses
         # pickle can still forward them unopened; a failure (on_error="message") travels as
         # a serialized "error" record, which raises on receipt.

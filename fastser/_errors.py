@@ -4,6 +4,8 @@ Not compiled: mypyc native classes cannot inherit from two built-in exception ty
 nothing here is on a hot path.
 """
 
+from typing import Optional, TypeVar
+
 
 class FastserError(Exception):
     """Base class of every error fastser raises on purpose."""
@@ -29,3 +31,15 @@ class UnencodableError(SerializationError):
         super().__init__(reason)
         self.obj = obj
         self.reason = reason
+
+
+Raised = TypeVar("Raised", bound=BaseException)
+
+
+def chained(error: Raised, cause: Optional[BaseException]) -> Raised:
+    """`error` with `cause` as its __cause__: write `raise chained(X, exc)` in compiled
+    modules where Python code would write `raise X from exc`."""
+    # mypyc: `raise X from Y` drops Y in compiled code (mypyc 2.4.1 compiles only the
+    # expression after `raise`), so compiled modules set the cause through this function.
+    error.__cause__ = cause
+    return error

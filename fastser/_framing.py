@@ -56,6 +56,19 @@ def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
     return total
 
 
+def frame_holding(lengths: Sequence[int], offset: int) -> str:
+    """Names the frame holding byte `offset` after the prelude, for errors about a stream
+    cut short: the header frame or a payload frame."""
+    end = 0
+    for index, length in enumerate(lengths):
+        end += length
+        if offset < end:
+            if index == 0:
+                return f"the header frame (frame 0 of {len(lengths)})"
+            return f"payload frame {index} of {len(lengths)}"
+    return "the frames"
+
+
 def slice_frames(view: memoryview, start: int, lengths: Sequence[int]) -> list[memoryview]:
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []

@@ -10,7 +10,7 @@ import msgpack
 
 from ._compression import decompress_frames
 from ._dispatch import register_builtin_types
-from ._errors import DeserializationError, FastserError, SerializationError
+from ._errors import DeserializationError, FastserError, SerializationError, chained
 from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._registry import REGISTRY, register_serialization_family
@@ -75,7 +75,7 @@ def serialize_with(obj: Any, names: Sequence[str], on_error: str,
                f"with serializers {list(names)}{reason}")
     if on_error == "message":
         return error_payload(message, failure)
-    raise SerializationError(message) from failure
+    raise chained(SerializationError(message), failure)
 
 
 def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Header, list[Frame]]:
@@ -110,16 +110,17 @@ def deserialize_within(header: Header, frames: list[Frame],
     except FastserError:
         raise
     except Exception as exc:
-        raise DeserializationError(
+        raise chained(DeserializationError(
             f"the {name!r} family failed to deserialize a payload: "
-            f"{type(exc).__name__}: {exc}") from exc
+            f"{type(exc).__name__}: {exc}"), exc)
 
 
 def msgpack_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header, list[Frame]]:
     try:
         return {}, [msgpack.packb(obj, use_bin_type=True)]
     except Exception as exc:
-        raise NotImplementedError(f"msgpack cannot encode {type(obj).__qualname__}") from exc
+        raise chained(NotImplementedError(f"msgpack cannot encode {type(obj).__qualname__}"),
+                      exc)
 
 
 def msgpack_loads(header: Header, frames: list[Frame]) -> Any:

@@ -252,3 +252,22 @@ def test_shared_encoder_decoder_across_threads() -> None:
     for thread in threads:
         thread.join()
     assert not errors
+
+
+class Unpicklable:
+    def __reduce__(self) -> Any:
+        raise RuntimeError("no pickling here")
+
+
+def test_errors_keep_their_cause_in_both_builds() -> None:
+    # Compiled code cannot use `raise X from Y` (mypyc drops the cause): _errors.chained.
+    with pytest.raises(SerializationError) as info:
+        fastser.dumps({"a": [Unpicklable()]})
+    assert "msg['a'][0]" in str(info.value)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    with pytest.raises(DeserializationError) as bad:
+        fastser.loads([b"\x01\xc1"])  # 0xc1: a byte msgpack never uses
+    assert bad.value.__cause__ is not None
+    with pytest.raises(DeserializationError) as failed:
+        fastser.deserialize({"serializer": "msgpack"}, [b"\xc1"])
+    assert failed.value.__cause__ is not None

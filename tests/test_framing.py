@@ -4,12 +4,11 @@ random chunks."""
 
 import array
 import struct
-import tracemalloc
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from streams import peak_allocation
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
@@ -49,16 +48,6 @@ FEEDERS: list[Callable[[FrameReader, bytes], list[list[bytes]]]] = [whole, byte_
 
 def feed_raw_byte_by_byte(reader: FrameReader, data: bytes) -> list[list[memoryview]]:
     return [frames for i in range(len(data)) for frames in reader.feed(data[i:i + 1])]
-
-
-def peak_allocation(action: Callable[[], Any]) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        action()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.mark.parametrize("frames", FRAME_LISTS, ids=range(len(FRAME_LISTS)))

@@ -57,3 +57,21 @@ def test_only_the_pickle_module_imports_pickle() -> None:
         names = imports(path)
         if path.stem != "_pickle":
             assert not names & {"pickle", "cloudpickle"}, path.name
+
+
+def compiled_modules() -> list[str]:
+    setup = (SOURCE.parent / "setup.py").read_text()
+    return [line.strip().strip('",')[len("fastser/"):-len(".py")]
+            for line in setup.splitlines() if line.strip().startswith('"fastser/')]
+
+
+@pytest.mark.skipif(not SOURCE.is_dir(), reason="needs the source tree")
+def test_compiled_modules_chain_causes_with_chained() -> None:
+    # mypyc drops the `from` of `raise X from Y`; compiled code uses _errors.chained.
+    names = compiled_modules()
+    assert "_encoder" in names and "sock" in names
+    for name in names:
+        tree = ast.parse((SOURCE / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise):
+                assert node.cause is None, f"{name}.py:{node.lineno} uses raise ... from"

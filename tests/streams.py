@@ -1,0 +1,78 @@
+"""Helpers shared by the stream tests (test_sock, test_aio, test_framing): messages, cut
+and hostile streams, and how to see where received memory lives and what was allocated."""
+
+import struct
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fastser import Encoder, Serialize, dumps, pack_frames
+
+MiB = 2**20
+BIG_ITEMS = 200 * MiB // 8  # float64 items of the 200 MiB array
+SMALL_ITEMS = MiB // 8
+
+
+def owner_of(array: "npt.NDArray[Any]") -> object:
+    """The object whose memory `array` views (through numpy bases and a memoryview)."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview)
+    return base.obj
+
+
+def peak_allocation(action: Callable[[], Any]) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def small_message(i: int) -> Any:
+    msg: dict[str, Any] = {"op": "task-finished", "i": i, "key": (f"x-{i}", i % 7),
+                           "tags": {i, -i}, "big": 2**70 + i, "raw": b"r" * (i % 13)}
+    if i % 50 == 0:  # now and then a payload large enough to travel as its own frame
+        msg["payload"] = bytes([i % 256]) * 100_000
+    return msg
+
+
+def compressed_messages() -> list[tuple[Encoder, Any]]:
+    """Messages, each with the encoder to send it with: every compression in turn, and none."""
+    text = b"mixed compression over one stream " * 20_000
+    out: list[tuple[Encoder, Any]] = []
+    for i, name in enumerate([None, "lz4", "zstd", "zlib", "auto"] * 3):
+        msg = {"i": i, "s": Serialize(text), "raw": text + bytes([i]), "arr": np.arange(50_000.0)}
+        out.append((Encoder(compression=name), msg))
+    return out
+
+
+def check_compressed(received: Any, i: int) -> None:
+    text = b"mixed compression over one stream " * 20_000
+    assert received["i"] == i and received["s"] == text and received["raw"] == text + bytes([i])
+    assert np.array_equal(received["arr"], np.arange(50_000.0))
+
+
+# A message cut at each of these byte offsets, and what the error must say.
+CUT_MESSAGE = pack_frames(dumps({"x": b"p" * 100_000}))
+PRELUDE_BYTES = 8 * 3  # count, header length, payload length
+HEADER_BYTES = len(CUT_MESSAGE) - PRELUDE_BYTES - 100_000
+CUTS = [
+    (3, "inside the prelude: 3 of the 8 bytes of the frame count"),
+    (12, "inside the prelude: 12 of 24 bytes"),
+    (PRELUDE_BYTES + 1, "inside the header frame .*: 1 of the"),
+    (PRELUDE_BYTES + HEADER_BYTES + 50_000, "inside payload frame 1 of 2: "),
+]
+
+# Preludes beyond the default Limits, and what the error must say.
+HOSTILE = [
+    (struct.pack("<Q", 2**60), "max_frames=1048576"),
+    (struct.pack("<QQ", 1, 2**62), "frame 0 of 1 .*max_frame_bytes=1073741824"),
+    (struct.pack("<6Q", 5, *[2**30] * 5), "max_message_bytes=4294967296"),
+]

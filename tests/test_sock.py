@@ -1,0 +1,330 @@
+"""fastser.sock over real loopback TCP: messages arrive equal and in order, large arrays are
+received into one buffer and never copied after the read, a stream cut inside a message is a
+FrameError (before one, an EOFError), and hostile preludes are refused before anything is
+allocated. Every socket has a timeout, so a bug fails instead of hanging."""
+
+import mmap
+import os
+import socket
+import struct
+import tracemalloc
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_frames
+from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
+                     compressed_messages, owner_of, peak_allocation, small_message)
+
+from fastser.sock import (COALESCE_BYTES, MAX_IOV, MMAP_BYTES, coalesce, recv_msg, send_msg,
+                         sendall_each, sendmsg_all)
+
+TIMEOUT = 10.0  # seconds; every socket here times out rather than hang the suite
+
+
+@contextmanager
+def loopback(client_class: type[socket.socket] = socket.socket,
+             ) -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A (client, server) pair of TCP sockets connected over 127.0.0.1."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = client_class(socket.AF_INET, socket.SOCK_STREAM)
+        client.settimeout(TIMEOUT)
+        client.connect(listener.getsockname())
+        server, _ = listener.accept()
+    server.settimeout(TIMEOUT)
+    with client, server:
+        yield client, server
+
+
+@contextmanager
+def in_thread(action: Callable[[], Any]) -> Iterator["Future[Any]"]:
+    """Runs `action` in a thread (the sender, while this thread receives)."""
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(action)
+        yield future
+        future.result(timeout=3 * TIMEOUT)  # re-raises what the sender raised
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def test_many_small_messages_arrive_equal_and_in_order() -> None:
+    messages = [small_message(i) for i in range(500)]
+    with loopback() as (client, server):
+        def send_all() -> list[int]:
+            return [send_msg(client, msg) for msg in messages]
+        with in_thread(send_all) as sent:
+            received = [recv_msg(server) for _ in messages]
+        assert received == messages
+        assert sent.result() == [len(pack_frames(dumps(msg))) for msg in messages]
+        client.close()
+        with pytest.raises(EOFError) as info:
+            recv_msg(server)
+        assert type(info.value) is EOFError  # a clean end between messages
+
+
+def test_mixed_compression_on_one_stream() -> None:
+    messages = compressed_messages()
+    with loopback() as (client, server):
+        def send_all() -> list[int]:
+            return [send_msg(client, msg, encoder) for encoder, msg in messages]
+        with in_thread(send_all) as sent:
+            for i in range(len(messages)):
+                check_compressed(recv_msg(server), i)
+    plain = len(pack_frames(dumps(messages[0][1])))
+    assert sent.result()[1] < plain / 3  # lz4 shrank it
+
+
+def test_encoder_and_decoder_options_are_used() -> None:
+    limits = Limits(max_frames=1)
+    with loopback() as (client, server):
+        send_msg(client, {"x": 1}, Encoder(serializers=("pickle",)))
+        assert recv_msg(server, Decoder(limits=limits)) == {"x": 1}
+        send_msg(client, [b"a" * 100_000])  # two frames
+        with pytest.raises(FrameError, match="max_frames=1"):
+            recv_msg(server, Decoder(limits=limits))
+
+
+def test_small_message_frames_are_writeable_views_of_one_bytearray() -> None:
+    msg: dict[str, Any] = {"view": memoryview(bytearray(b"v" * 100_000)),
+                           "array": np.arange(10_000, dtype=np.int64)}
+    with loopback() as (client, server):
+        send_msg(client, msg)
+        received = recv_msg(server)
+    view, array = received["view"], received["array"]
+    assert bytes(view) == b"v" * 100_000 and np.array_equal(array, msg["array"])
+    owner = view.obj
+    assert type(owner) is bytearray and len(owner) < MMAP_BYTES
+    assert owner_of(array) is owner
+    assert not view.readonly and array.flags.writeable
+    view[0:1] = b"V"  # writes land in the receive buffer
+    assert b"V" + b"v" * 99_999 in owner
+
+
+@dataclass
+class LargeTransfer:
+    msg: dict[str, Any]
+    sent: int
+    peak: int  # traced by tracemalloc during recv_msg (an mmap is not traced; numpy is)
+
+
+@pytest.fixture(scope="module")
+def large() -> Iterator[LargeTransfer]:
+    """One message with arrays of 1 MiB and 200 MiB, split into 64 MiB pieces, sent once for
+    the tests below. The sender's arrays are dropped before the tests look at the result."""
+    msg = {"small": np.arange(SMALL_ITEMS, dtype=np.float64),
+           "big": np.arange(BIG_ITEMS, dtype=np.float64), "tag": "two arrays"}
+    encoder = Encoder(frame_split_size=64 * MiB)
+    with loopback() as (client, server):
+        def send() -> int:
+            return send_msg(client, msg, encoder)
+        tracemalloc.start()
+        try:
+            with in_thread(send) as sent:
+                received = recv_msg(server)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    del msg
+    yield LargeTransfer(received, sent.result(), peak)
+
+
+@pytest.mark.large
+def test_large_arrays_arrive_equal(large: LargeTransfer) -> None:
+    small, big = large.msg["small"], large.msg["big"]
+    assert large.msg["tag"] == "two arrays"
+    assert large.sent > 201 * MiB
+    for array, items in ((small, SMALL_ITEMS), (big, BIG_ITEMS)):
+        assert array.dtype == np.float64 and array.shape == (items,)
+        for start in (0, items // 3, items - 1000):  # a few slices and a sum: cheap
+            assert np.array_equal(array[start:start + 1000],
+                                  np.arange(start, start + 1000, dtype=np.float64))
+        assert array.sum() == items * (items - 1) / 2
+        assert array.flags.writeable
+
+
+@pytest.mark.large
+def test_large_arrays_are_views_of_the_one_receive_buffer(large: LargeTransfer) -> None:
+    small, big = large.msg["small"], large.msg["big"]
+    owner = owner_of(small)
+    assert type(owner) is mmap.mmap
+    assert owner_of(big) is owner  # the four 64 MiB pieces were joined without a copy
+    whole = np.frombuffer(owner, dtype=np.uint8)
+    assert np.shares_memory(small, whole) and np.shares_memory(big, whole)
+    assert whole.nbytes < 201 * MiB + 4096  # the frames of one message, no more
+
+
+@pytest.mark.large
+def test_large_receive_copies_nothing_after_the_read(large: LargeTransfer) -> None:
+    # The receive buffer is an mmap, which tracemalloc does not trace; a copy of the 200 MiB
+    # payload (a bytearray join, a numpy copy) would be traced in full.
+    assert large.peak < 50 * MiB
+
+
+@pytest.mark.parametrize("cut, error", CUTS, ids=["count", "lengths", "header", "payload"])
+def test_stream_ending_inside_a_message_is_a_frame_error(cut: int, error: str) -> None:
+    with loopback() as (client, server):
+        client.sendall(CUT_MESSAGE[:cut])
+        client.close()
+        with pytest.raises(FrameError, match="the stream ended " + error) as info:
+            recv_msg(server)
+        assert isinstance(info.value.__cause__, EOFError)
+
+
+def test_stream_ending_between_messages_is_eof() -> None:
+    with loopback() as (client, server):
+        client.sendall(CUT_MESSAGE * 2)
+        client.close()
+        assert recv_msg(server) == recv_msg(server) == {"x": b"p" * 100_000}
+        with pytest.raises(EOFError) as info:
+            recv_msg(server)
+        assert type(info.value) is EOFError
+
+
+def reset(sock: socket.socket) -> None:
+    """Close with an RST instead of a FIN (SO_LINGER on, timeout 0)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_connection_reset_inside_a_message_is_a_frame_error() -> None:
+    with loopback() as (client, server):
+        client.sendall(CUT_MESSAGE[:3])
+        reset(client)
+        with pytest.raises(FrameError, match="connection was reset inside the prelude") as info:
+            recv_msg(server)
+        assert isinstance(info.value.__cause__, ConnectionResetError)
+
+
+def test_connection_reset_between_messages_is_the_sockets_error() -> None:
+    with loopback() as (client, server):
+        reset(client)
+        with pytest.raises(ConnectionResetError):
+            recv_msg(server)
+
+
+def test_timeout_propagates() -> None:
+    with loopback() as (client, server):
+        server.settimeout(0.05)
+        with pytest.raises(TimeoutError):
+            recv_msg(server)
+
+
+@pytest.mark.parametrize("prelude, error", HOSTILE, ids=["count", "length", "total"])
+def test_hostile_preludes_are_refused_without_allocating(prelude: bytes, error: str) -> None:
+    with loopback() as (client, server):
+        client.sendall(prelude + b"\x00" * 64)
+
+        def refuse() -> None:
+            with pytest.raises(FrameError, match=error):
+                recv_msg(server)
+        assert peak_allocation(refuse) < MiB
+
+
+def test_custom_limits_are_checked_before_the_lengths_are_read() -> None:
+    decoder = Decoder(limits=Limits(max_frames=10, max_message_bytes=1000))
+    with loopback() as (client, server):
+        client.sendall(struct.pack("<Q", 11))  # no lengths follow: they must not be awaited
+        with pytest.raises(FrameError, match="max_frames=10"):
+            recv_msg(server, decoder)
+    with loopback() as (client, server):
+        client.sendall(struct.pack("<3Q", 2, 600, 600))
+        with pytest.raises(FrameError, match="1200 bytes.*max_message_bytes=1000"):
+            recv_msg(server, decoder)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_valid_huge_prelude_commits_memory_only_as_bytes_arrive() -> None:
+    prelude = struct.pack("<4Q", 3, 2**30, 2**30, 2**30)  # 3 GiB: within the default Limits
+    with loopback() as (client, server):
+        client.sendall(prelude + b"\x00" * 1000)
+        client.close()
+        before = rss_bytes()
+
+        def cut_short() -> None:
+            with pytest.raises(FrameError, match="header frame .*: 1000 of the 3221225472"):
+                recv_msg(server)
+        assert peak_allocation(cut_short) < MiB
+        assert rss_bytes() - before < 64 * MiB
+
+
+def receive_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the sender stopped early"
+        data += chunk
+    return bytes(data)
+
+
+def scattered_buffers() -> list[memoryview]:
+    return [memoryview(bytes([i % 256]) * (i * 37 % 5000 + 1)) for i in range(3000)]
+
+
+TRICKLE_BYTES = 7777
+
+
+class Trickle(socket.socket):
+    """A socket whose sendmsg writes at most TRICKLE_BYTES a call: partial sends at odd
+    offsets, inside a buffer or at its edge."""
+
+    def sendmsg(self, buffers: Iterable[Any], *rest: Any) -> int:
+        head = bytearray()
+        for buf in buffers:
+            head += memoryview(buf)[:TRICKLE_BYTES - len(head)]
+            if len(head) == TRICKLE_BYTES:
+                break
+        return self.send(head)
+
+
+@pytest.mark.skipif(not hasattr(socket.socket, "sendmsg"), reason="no sendmsg (Windows)")
+@pytest.mark.parametrize("client_class", [socket.socket, Trickle])
+@pytest.mark.parametrize("max_iov, max_bytes, count",
+                         [(MAX_IOV, 2**30, 3000), (3, 1000, 3000), (1, 7, 50)])
+def test_sendmsg_batches_and_partial_sends(client_class: type[socket.socket], max_iov: int,
+                                           max_bytes: int, count: int) -> None:
+    buffers = scattered_buffers()[:count]
+    expected = b"".join(buffers)
+    with loopback(client_class) as (client, server):
+        with in_thread(lambda: sendmsg_all(client, list(buffers), max_iov, max_bytes)) as sent:
+            assert receive_exactly(server, len(expected)) == expected
+        assert sent.result() == len(expected)
+
+
+def test_send_msg_resumes_after_partial_sends() -> None:
+    msg = {"payload": bytes(range(256)) * 100, "more": [b"m" * 70_000, b"n" * 3]}
+    with loopback(Trickle) as (client, server):
+        with in_thread(lambda: send_msg(client, msg)) as sent:
+            assert recv_msg(server) == msg
+        assert sent.result() == len(pack_frames(dumps(msg)))
+
+
+def test_sendall_fallback() -> None:
+    buffers = scattered_buffers()[:500] + [memoryview(b"z" * 5000)]
+    expected = b"".join(buffers)
+    with loopback() as (client, server):
+        with in_thread(lambda: sendall_each(client, buffers, 1000)) as sent:
+            assert receive_exactly(server, len(expected)) == expected
+        assert sent.result() == len(expected)
+
+
+def test_small_frames_are_joined_and_large_ones_left_alone() -> None:
+    large = bytearray(b"L" * COALESCE_BYTES)
+    frames: list[Frame] = [b"header", b"", *[bytes([i]) * 3000 for i in range(50)], large,
+                           memoryview(b"tail")]
+    prelude = b"P" * 16
+    buffers = coalesce(prelude, frames)
+    assert b"".join(buffers) == prelude + b"".join(frames)
+    assert [buf.obj is large for buf in buffers].count(True) == 1  # a view, not a copy
+    assert all(buf.nbytes < 2 * COALESCE_BYTES for buf in buffers)
+    assert len(buffers) < 6  # 52 small frames and the prelude in a few runs
