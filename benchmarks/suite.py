@@ -1,0 +1,333 @@
+"""fastser's benchmark suite: fastser compiled and pure against distributed, pickle and a
+bare-msgpack floor, on messages a task scheduler sends, with the targets of issue 4.
+
+    python benchmarks/suite.py --compiled PY1 --pure PY2 [--json] [--rounds N] [--only W1,W2]
+
+PY1 and PY2 are the interpreters of two environments with fastser installed compiled and
+pure (`pip install ".[bench]"`, `FASTSER_PURE=1 pip install ".[bench]"`). Every contestant
+runs in a worker subprocess (benchmarks/suite_worker.py): the compiled interpreter's worker
+times the anchors and fastser compiled, the pure one's fastser pure. This process only asks
+for batches, one at a time, interleaving contestants and workers round by round, and reports
+medians over rounds of times and of paired ratios (the machine is noisy: compare ratios).
+See benchmarks/README.md for what each workload and contestant is.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPILED, PURE = "fastser-compiled", "fastser-pure"
+# Row order of the report, and the order of a round before rotation.
+ROWS = ["floor", "msgspec", "pickle5", "pickle5/task", "distributed", COMPILED, PURE]
+REFERENCES = ["floor", "distributed", "pickle5", PURE]  # ratios are given against these
+
+
+class Worker:
+    """One worker subprocess, spoken to in JSON lines."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self.proc = subprocess.Popen(
+            [python, os.path.join(HERE, "suite_worker.py")], cwd=HERE, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.hello = self.read()
+
+    def read(self) -> dict[str, Any]:
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError(f"worker {self.python} exited ({self.proc.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"worker {self.python} failed:\n{answer['error']}")
+        return answer
+
+    def ask(self, **request: Any) -> dict[str, Any]:
+        self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return self.read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        self.proc.wait()
+
+
+def measure(workers: dict[str, Worker], workload: str, rounds: int,
+            collect: bool) -> dict[str, Any]:
+    """Time every contestant of `workload` for `rounds` rounds.
+
+    In a round, each fn (dumps, then loads) is timed for every contestant back to back, in
+    an order rotated from round to round (fastser compiled and pure stay neighbours and
+    swap places every other round), so that batch k of each contestant is taken within a
+    second or so of batch k of the others and per-round ratios compare like with like.
+    """
+    compiled, pure = workers["compiled"], workers["pure"]
+    setup_c = compiled.ask(cmd="setup", workload=workload, anchors=True)
+    setup_p = pure.ask(cmd="setup", workload=workload, anchors=False)
+    # label -> (worker, the worker's name for the contestant, its fns)
+    where: dict[str, tuple[Worker, str, list[str]]] = {}
+    for name, fns in setup_c["fns"].items():
+        where[COMPILED if name == "fastser" else name] = (compiled, name, fns)
+    where[PURE] = (pure, "fastser", setup_p["fns"]["fastser"])
+    units = [[label] for label in ROWS if label in where and label not in (COMPILED, PURE)]
+    units.append([COMPILED, PURE])
+    fns = list(dict.fromkeys(fn for _, _, names in where.values() for fn in names))
+    samples: dict[str, dict[str, list[float]]] = {label: {fn: [] for fn in where[label][2]}
+                                                  for label in where}
+    numbers: dict[str, dict[str, int]] = {label: {} for label in where}
+    for index in range(rounds):
+        shift = index % len(units)  # rotate so that no contestant always runs first
+        order = [label for unit in units[shift:] + units[:shift]
+                 for label in (unit if index % 2 == 0 else unit[::-1])]
+        for fn in fns:
+            for label in order:
+                worker, name, names = where[label]
+                if fn not in names:
+                    continue
+                reply = worker.ask(cmd="time", workload=workload, contestant=name, fn=fn,
+                                   gc=collect)
+                samples[label][fn].append(reply["seconds"] * 1e6)
+                numbers[label][fn] = reply["number"]
+    compiled.ask(cmd="teardown", workload=workload)
+    pure.ask(cmd="teardown", workload=workload)
+    medians = {label: {fn: statistics.median(values) for fn, values in per_fn.items()}
+               for label, per_fn in samples.items()}
+    return {"description": compiled.hello["workloads"][workload], "medians_us": medians,
+            "samples_us": samples, "calls_per_batch": numbers, "ratios": ratios(samples),
+            "info": {"compiled worker": setup_c["info"], "pure worker": setup_p["info"]}}
+
+
+def paired(values: list[float], refs: list[float]) -> Optional[float]:
+    """The median over rounds of value / reference, batch k against batch k."""
+    return statistics.median(v / r for v, r in zip(values, refs)) if refs and all(refs) else None
+
+
+def ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Optional[float]]]:
+    """Per contestant: "fn/ref" = the median of its per-round ratios to each reference."""
+    out: dict[str, dict[str, Optional[float]]] = {}
+    for label, per_fn in samples.items():
+        out[label] = {}
+        for fn, values in per_fn.items():
+            for ref in REFERENCES:
+                if ref != label and fn in samples.get(ref, {}):
+                    name = "pure" if ref == PURE else ref
+                    out[label][f"{fn}/{name}"] = paired(values, samples[ref][fn])
+    return out
+
+
+# --- targets ------------------------------------------------------------------------
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets of issue 4, each with its measured value and PASS/MISS (SKIP when its
+    workload was not run)."""
+    out: list[dict[str, Any]] = []
+
+    def check(workload: str, what: str, value: Optional[float], limit: float,
+              stretch: Optional[float] = None, unit: str = "x") -> None:
+        status = "SKIP" if value is None else "PASS" if value <= limit else "MISS"
+        item: dict[str, Any] = {"workload": workload, "what": what, "measured": value,
+                                "limit": limit, "unit": unit, "status": status}
+        if stretch is not None:
+            item["stretch"] = stretch
+            item["stretch_status"] = ("SKIP" if value is None else
+                                      "PASS" if value <= stretch else "MISS")
+        out.append(item)
+
+    def vs(workload: str, fn: str, ref: str) -> Optional[float]:
+        entry = results.get(workload)
+        return None if entry is None else entry["ratios"].get(COMPILED, {}).get(f"{fn}/{ref}")
+
+    for workload in ("W1", "W2"):
+        check(workload, "dumps / floor dumps", vs(workload, "dumps", "floor"), 1.0)
+        check(workload, "loads / floor loads", vs(workload, "loads", "floor"), 1.3, 1.15)
+    check("W3", "dumps / floor dumps", vs("W3", "dumps", "floor"), 8.0)
+    check("W3", "loads / floor loads", vs("W3", "loads", "floor"), 6.0)
+    frames = results.get("W3", {}).get("info", {}).get("compiled worker", {}).get("frames", {})
+    copies = frames.get("fastser", {})
+    for fn in ("dumps", "loads"):
+        copied = copies.get(f"{fn} copied bytes")
+        check("W3", f"{fn}: payload bytes copied", copied if isinstance(copied, int) else None,
+              0, unit="bytes")
+    for fn in ("dumps", "loads"):
+        check("W4", f"{fn} / pickle5 {fn} (whole message)", vs("W4", fn, "pickle5"), 1.5, 1.0)
+    fixed = fixed_costs(results)
+    check("W4", "fixed dumps cost per payload beyond pickling it", fixed.get("dumps"), 2.0,
+          unit="µs")
+    check("W5", "dumps / floor dumps", vs("W5", "dumps", "floor"), 5.0)
+    check("W5", "loads / distributed loads", vs("W5", "loads", "distributed"), 1.0)
+    check("W6", "extract_serialize compiled / pure", vs("W6", "extract", "pure"), 0.33)
+    return out
+
+
+def fixed_costs(results: dict[str, Any]) -> dict[str, Optional[float]]:
+    """µs per task of fastser compiled's W4 minus one pickle.dumps/loads per task: the
+    median over rounds of the difference of batch k and batch k."""
+    entry = results.get("W4")
+    if entry is None:
+        return {}
+    samples, tasks = entry["samples_us"], entry["info"]["compiled worker"]["tasks"]
+    out: dict[str, Optional[float]] = {}
+    for fn in ("dumps", "loads"):
+        fast = samples.get(COMPILED, {}).get(fn, [])
+        per_task = samples.get("pickle5/task", {}).get(fn, [])
+        out[fn] = (statistics.median((f - p) / tasks for f, p in zip(fast, per_task))
+                   if fast and per_task else None)
+    return out
+
+
+# --- report -------------------------------------------------------------------------
+
+def fmt_us(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def fmt_x(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}x" if value >= 100 else f"{value:.1f}x" if value >= 10 else f"{value:.2f}x"
+
+
+def report(meta: dict[str, Any], results: dict[str, Any], checks: list[dict[str, Any]]) -> str:
+    lines = [f"fastser benchmark suite: medians of {meta['rounds']} interleaved batches "
+             f"(~50-200 ms each) per contestant; µs per call; ratios are medians of per-round "
+             f"ratios; garbage collector {'on' if meta['gc_during_batches'] else 'off'} "
+             f"during batches",
+             f"compiled: {meta['workers']['compiled']['python_path']}   "
+             f"pure: {meta['workers']['pure']['python_path']}   python "
+             f"{meta['workers']['compiled']['python']}   {meta['machine']}",
+             "versions: " + ", ".join(f"{k} {v}" for k, v in
+                                      meta["workers"]["compiled"]["versions"].items()), ""]
+    head = (f"{'contestant':<17} {'dumps µs':>10} {'loads µs':>10} {'dumps/floor':>12} "
+            f"{'loads/floor':>12} {'dumps/dist':>11} {'loads/dist':>11}")
+    for workload, entry in results.items():
+        lines += [f"{workload}  {entry['description']}", head]
+        medians, rel = entry["medians_us"], entry["ratios"]
+        for label in ROWS:
+            if label not in medians:
+                continue
+            per_fn, r = medians[label], rel[label]
+            first = "extract" if "extract" in per_fn else "dumps"
+            lines.append(
+                f"{label:<17} {fmt_us(per_fn.get(first)):>10} {fmt_us(per_fn.get('loads')):>10} "
+                f"{fmt_x(r.get(first + '/floor')):>12} {fmt_x(r.get('loads/floor')):>12} "
+                f"{fmt_x(r.get(first + '/distributed')):>11} "
+                f"{fmt_x(r.get('loads/distributed')):>11}")
+        c = rel.get(COMPILED, {})
+        first = "extract" if workload == "W6" else "dumps"
+        lines.append(f"{'compiled/pure':<17} {fmt_x(c.get(first + '/pure')):>10} "
+                     f"{fmt_x(c.get('loads/pure')):>10}")
+        if first == "extract":
+            lines.append("  (the dumps column is extract_serialize)")
+        lines += notes(workload, entry)
+        lines.append("")
+    fixed = fixed_costs(results)
+    if fixed:
+        lines.append(f"W4 fixed cost per payload beyond pickling it (fastser compiled minus one "
+                     f"pickle per task, per task): dumps {fixed['dumps']:.2f} µs, "
+                     f"loads {fixed['loads']:.2f} µs")
+        lines.append("")
+    lines.append("TARGETS")
+    for item in checks:
+        value = item["measured"]
+        shown = ("-" if value is None else f"{value:,.0f} bytes" if item["unit"] == "bytes"
+                 else f"{value:.2f} µs" if item["unit"] == "µs" else f"{value:.2f}x")
+        limit = (f"{item['limit']:g} bytes" if item["unit"] == "bytes" else
+                 f"{item['limit']:.2f} µs" if item["unit"] == "µs" else f"{item['limit']:.2f}x")
+        line = (f"  {item['status']:<4}  {item['workload']}  {item['what']:<50} {shown:>12}"
+                f"  <= {limit}")
+        if "stretch" in item:
+            line += f"  (stretch {item['stretch']:.2f}x: {item['stretch_status']})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def notes(workload: str, entry: dict[str, Any]) -> list[str]:
+    """Frame counts, copied payload bytes and skipped anchors, from the workers' set-up."""
+    out = []
+    info_c, info_p = entry["info"]["compiled worker"], entry["info"]["pure worker"]
+    frames = dict(info_c.get("frames", {}))
+    if "fastser" in frames:
+        frames[COMPILED] = frames.pop("fastser")
+    if "fastser" in info_p.get("frames", {}):
+        frames[PURE] = info_p["frames"]["fastser"]
+    if frames:
+        out.append("  frames sent: " + ", ".join(
+            f"{label} {frames[label]['frames']:,} ({frames[label]['bytes']:,} B)"
+            for label in ROWS if label in frames))
+        copied = [label for label in ROWS if "dumps copied bytes" in frames.get(label, {})]
+        if copied:
+            out.append("  payload bytes copied (dumps / loads): " + ", ".join(
+                f"{label} {frames[label]['dumps copied bytes']:,} / "
+                f"{frames[label]['loads copied bytes']:,}" for label in copied))
+    spreads = [(max(values) / min(values), label, fn)
+               for label, per_fn in entry["samples_us"].items()
+               for fn, values in per_fn.items() if min(values) > 0]
+    if spreads:
+        worst = max(spreads)
+        out.append(f"  noise: slowest/fastest batch of a contestant up to {worst[0]:.2f}x "
+                   f"({worst[1]} {worst[2]}), median over contestants "
+                   f"{statistics.median(s[0] for s in spreads):.2f}x")
+    if isinstance(info_c.get("distributed"), str):
+        out.append(f"  {info_c['distributed']}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compiled", required=True, help="python with fastser compiled")
+    parser.add_argument("--pure", required=True, help="python with fastser pure")
+    parser.add_argument("--json", action="store_true", help="print a JSON dict instead")
+    parser.add_argument("--rounds", type=int, default=7, help="batches per contestant and fn")
+    parser.add_argument("--gc", action="store_true",
+                        help="keep the garbage collector on during batches (default: off)")
+    parser.add_argument("--only", default="", help="workloads to run, e.g. W1,W2 (default: all)")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
+
+    workers = {"compiled": Worker(args.compiled), "pure": Worker(args.pure)}
+    try:
+        known = workers["compiled"].hello["workloads"]  # the workers' suite_workloads.WORKLOADS
+        chosen = [w.strip().upper() for w in args.only.split(",") if w.strip()] or list(known)
+        unknown = [w for w in chosen if w not in known]
+        if unknown:
+            print(f"unknown workloads {unknown}; known: {', '.join(known)}", file=sys.stderr)
+            return 2
+        for kind, expected in (("compiled", True), ("pure", False)):
+            if workers[kind].hello["compiled"] is not expected:
+                print(f"--{kind} {getattr(args, kind)} loads fastser with COMPILED="
+                      f"{workers[kind].hello['compiled']} ({workers[kind].hello['fastser']})",
+                      file=sys.stderr)
+                return 2
+        meta = {"rounds": args.rounds, "workloads": chosen, "gc_during_batches": args.gc,
+                "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.system()}",
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "workers": {kind: {**w.hello, "python_path": getattr(args, kind)}
+                            for kind, w in workers.items()}}
+        results: dict[str, Any] = {}
+        for workload in chosen:
+            start = time.perf_counter()
+            results[workload] = measure(workers, workload, args.rounds, args.gc)
+            print(f"{workload} done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    checks = targets(results)
+    if args.json:
+        print(json.dumps({"meta": meta, "workloads": results, "targets": checks,
+                          "fixed_cost_us_per_payload": fixed_costs(results)}, indent=1))
+    else:
+        print(report(meta, results, checks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
