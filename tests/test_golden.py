@@ -1,0 +1,115 @@
+"""Golden frames: streams written by earlier wire versions are still read, value for value.
+
+The files under tests/golden/ are pack_frames() streams named <message>.v<version>.bin. When
+the wire format changes, WIRE_VERSION goes up and the new version's files are added with
+`python tests/test_golden.py`; the old files stay, and this test keeps reading them.
+"""
+
+import pathlib
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fastser
+from fastser import Serialize, Serialized
+from fastser._wire import WIRE_VERSION
+
+GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
+
+
+def messages() -> dict[str, Any]:
+    """What every golden file holds. Nothing here needs pickle, so the files do not depend
+    on the Python version that wrote them."""
+    return {
+        "scalars": {"none": None, "true": True, "int": -7, "u64": 2**64 - 1, "big": -(2**100),
+                    "float": 1.25, "str": "héllo", "bytes": b"\x00\xff"},
+        "containers": {"list": [1, [2, [3]]], "tuple": (1, ("a", (b"b",))), "set": {1, 2},
+                       "frozenset": frozenset({"x"}), "empty": [(), [], {}, set()],
+                       (1, "tuple key"): {frozenset({2}): "frozenset key", 3: "int key"}},
+        "bytes_likes": {"bytearray": bytearray(b"ba"), "memoryview": memoryview(b"mv"),
+                        "large": b"L" * 65_536, "large_bytearray": bytearray(b"B" * 65_536),
+                        "large_memoryview": memoryview(b"M" * 65_536)},
+        "serialized": {"bytes": Serialize(b"payload"), "large": Serialize(b"P" * 65_536),
+                       "array": Serialize(np.arange(12, dtype="<i4").reshape(3, 4)),
+                       "msgpack": Serialize({"k": [1, 2]})},
+        "split": {"big": b"S" * 70_000, "array": Serialize(np.arange(9_000, dtype="<f8"))},
+    }
+
+
+def options(name: str) -> dict[str, Any]:
+    if name == "serialized":
+        return {"serializers": ("dispatch", "msgpack")}
+    if name == "split":
+        return {"frame_split_size": 30_000}
+    return {}
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down (arrays by value, dtype and shape)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+    if type(a) is dict:
+        return (sorted(map(repr, a)) == sorted(map(repr, b))
+                and all(same(a[k], b[k]) for k in a))
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is memoryview:
+        return a.tobytes() == b.tobytes()
+    equal: bool = a == b
+    return equal
+
+
+def unwrap(msg: Any) -> Any:
+    """The message as loads returns it: Serialize(x) comes back as x."""
+    if isinstance(msg, Serialize):
+        return msg.data
+    if type(msg) is dict:
+        return {k: unwrap(v) for k, v in msg.items()}
+    return msg
+
+
+def golden_files() -> list[pathlib.Path]:
+    return sorted(GOLDEN.glob("*.v*.bin"))
+
+
+def test_every_wire_version_up_to_the_current_one_has_golden_files() -> None:
+    versions = {int(path.name.split(".v")[1].split(".")[0]) for path in golden_files()}
+    assert versions == set(range(1, WIRE_VERSION + 1))
+    names = {path.name.split(".v")[0] for path in golden_files()}
+    assert names == set(messages())
+
+
+@pytest.mark.parametrize("path", golden_files(), ids=lambda path: path.name)
+def test_golden_frames_are_read(path: pathlib.Path) -> None:
+    name = path.name.split(".v")[0]
+    frames = fastser.unpack_frames(path.read_bytes())
+    expected = unwrap(messages()[name])
+    assert same(fastser.loads(frames), expected)
+    kept = fastser.loads(frames, deserialize=False)
+    if name == "serialized":
+        assert all(isinstance(value, Serialized) for value in kept.values())
+
+
+def test_the_current_version_writes_its_golden_files_byte_for_byte() -> None:
+    for name, msg in messages().items():
+        if name in ("containers", "serialized"):
+            continue  # set order and the numpy header's key order are not fixed
+        path = GOLDEN / f"{name}.v{WIRE_VERSION}.bin"
+        assert fastser.pack_frames(fastser.dumps(msg, **options(name))) == path.read_bytes()
+
+
+def write_golden() -> None:
+    for name, msg in messages().items():
+        path = GOLDEN / f"{name}.v{WIRE_VERSION}.bin"
+        path.write_bytes(fastser.pack_frames(fastser.dumps(msg, **options(name))))
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit("usage: python tests/test_golden.py  (writes the current version's files)")
+    write_golden()
