@@ -1,9 +1,12 @@
 """Frames -> message: one msgpack decode whose extension hook rebuilds every placeholder.
 
-Strategy: placeholders are resolved inside msgpack's ext_hook, as the header is decoded, so
-there is no second walk over the result. Every index, count and length read from the wire is
-checked before it is used; Limits are checked before decoding starts; nested extension
-payloads are bounded by MAX_NESTED_EXT (each costs a nested msgpack call on the C stack).
+Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
+is no second walk over the result: ext_hook rebuilds payloads and turns a tuple/set mark into
+a sentinel, and list_hook turns an array led by a sentinel into its tuple, set or frozenset.
+Every index, count and length read from the wire is checked before it is used; Limits are
+checked before decoding starts; a sentinel anywhere but first in an array is refused.
+Version 1 headers (tuples as nested extension payloads) are still read; their nesting is
+bounded by MAX_NESTED_EXT, as each level costs a nested msgpack call on the C stack.
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +22,8 @@ from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_SERIALIZER, MAX_NESTED_EXT,
+                    EXT_FROZENSET_MARK, EXT_SERIALIZED, EXT_SET, EXT_SET_MARK, EXT_TUPLE,
+                    EXT_TUPLE_MARK, HEADER_SERIALIZER, MAX_NESTED_EXT, READABLE_VERSIONS,
                     WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
@@ -27,9 +31,18 @@ SerializedFactory = Callable[[Header, list[Frame]], Any]
 PICKLE: Final = "pickle"
 
 
-def unpack(data: Any, ext_hook: Any) -> Any:
-    return msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False,
-                           use_list=True)
+def unpack(data: Any, ext_hook: Any, list_hook: Any) -> Any:
+    return msgpack.unpackb(data, ext_hook=ext_hook, list_hook=list_hook, raw=False,
+                           strict_map_key=False, use_list=True)
+
+
+class Mark:
+    """What ext_hook returns for a tuple, set or frozenset mark, until list_hook sees it."""
+
+
+TUPLE_MARK: Final = Mark()
+SET_MARK: Final = Mark()
+FROZENSET_MARK: Final = Mark()
 
 
 def unpack_plain(data: Any) -> Any:
@@ -63,19 +76,22 @@ class Decoder:
         self.check_limits(frame_list)
         header = frame_list[0]
         view = byte_view(header)
-        if view.nbytes == 0 or view[0] != WIRE_VERSION:
+        if view.nbytes == 0 or view[0] not in READABLE_VERSIONS:
             found = view[0] if view.nbytes else "nothing"
             raise DeserializationError(
-                f"frame 0 is not a fastser header of wire version {WIRE_VERSION} "
+                f"frame 0 is not a fastser header of wire version {WIRE_VERSION} or earlier "
                 f"(first byte: {found})")
         state = DecodeState(self, frame_list)
         try:
-            msg = unpack(view[1:], state.ext_hook)
+            msg = unpack(view[1:], state.ext_hook, state.list_hook)
         except FastserError:
             raise
         except Exception as exc:
             raise chained(DeserializationError(
                 f"corrupt header frame: {type(exc).__name__}: {exc}"), exc)
+        if state.marks:
+            raise DeserializationError(
+                "a tuple or set mark stands elsewhere than first in an array")
         max_depth = self.limits.max_depth
         # Every level of nesting takes at least one byte of header, so only a header longer
         # than max_depth can nest deeper; msgpack itself stops at 1024 levels per decode.
@@ -139,9 +155,30 @@ class DecodeState:
         self.frames = frames
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
+        self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.used: Optional[bytearray] = None  # which payload frames a ref has named
 
+    def list_hook(self, items: list[Any]) -> Any:
+        if not items:
+            return items
+        first = items[0]
+        if type(first) is not Mark:
+            return items
+        self.marks -= 1
+        del items[0]
+        if first is TUPLE_MARK:
+            return tuple(items)
+        if first is SET_MARK:
+            return set(items)
+        return frozenset(items)
+
     def ext_hook(self, code: int, data: bytes) -> Any:
+        if code == EXT_TUPLE_MARK or code == EXT_SET_MARK or code == EXT_FROZENSET_MARK:
+            if data:
+                raise DeserializationError(f"extension type {code} (a mark) carries data")
+            self.marks += 1
+            return (TUPLE_MARK if code == EXT_TUPLE_MARK else
+                    SET_MARK if code == EXT_SET_MARK else FROZENSET_MARK)
         if code == EXT_TUPLE:
             return tuple(self.nested_items(data))
         if code == EXT_SERIALIZED:
@@ -173,7 +210,7 @@ class DecodeState:
             raise DeserializationError(
                 f"tuples, sets and frozensets nested more than {self.max_nested} deep")
         self.nested_ext += 1
-        items = unpack(data, self.ext_hook)
+        items = unpack(data, self.ext_hook, self.list_hook)
         self.nested_ext -= 1
         if type(items) is not list:
             raise DeserializationError("a tuple or set placeholder does not hold an array")

@@ -4,7 +4,8 @@ extension-type placeholders plus out-of-band payload frames.
 Strategy: the walk returns each value unchanged when msgpack can encode it as is (exact
 str/int/float/bool/None, small bytes, dicts and lists of such), and builds a new container
 only on the path to a value it had to replace, so a plain control message is walked but
-never copied. Tuples, sets, big ints, bytearrays and memoryviews become extension types;
+never copied. Tuples, sets and frozensets become arrays led by an empty extension type
+that marks them; big ints, small bytearrays and memoryviews become extension types;
 bytes-likes of OUT_OF_BAND_BYTES or more leave as frames of their own (never copied);
 wrappers and other objects become serialized records in the same pass. The path of an
 object that fails is searched for only after the failure, so the walk carries none.
@@ -25,13 +26,25 @@ from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_famil
 from ._split import split_frames
 from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_SERIALIZED, EXT_SET, EXT_TUPLE, HEADER_COMPRESSION, HEADER_SERIALIZER,
-                    MAX_NESTED_EXT,
+                    EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
+                    EXT_SERIALIZED, EXT_SET_MARK, EXT_TUPLE_MARK, HEADER_COMPRESSION,
+                    HEADER_SERIALIZER,
                     OUT_OF_BAND_BYTES, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 ExtType: Final = msgpack.ExtType
+# msgpack.ExtType.__new__ validates its arguments in Python (~1 µs a call); ours are valid
+# by construction, so extension types are built with the tuple constructor it wraps.
+new_tuple: Final = tuple.__new__
+
+
+def ext(code: int, data: bytes) -> object:
+    return new_tuple(ExtType, (code, data))
+
+
+TUPLE_MARK: Final = ext(EXT_TUPLE_MARK, b"")
+SET_MARK: Final = ext(EXT_SET_MARK, b"")
+FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
 MIN_INT64: Final = -(2**63)
 MAX_UINT64: Final = 2**64 - 1
 # mypyc keeps ints in [-2**62, 2**62) unboxed and compares them inline; a comparison with
@@ -40,30 +53,54 @@ MIN_SHORT_INT: Final = -4611686018427387904
 MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 PICKLE_ONLY: Final = ("pickle",)
+VERSION_BYTE: Final = bytes([WIRE_VERSION])
 
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
 FrameRef = Union[Frame, int, list[int]]
 
 
-def new_packer() -> Any:
-    return msgpack.Packer(autoreset=False, use_bin_type=True)
+def mark_collection(obj: object) -> object:
+    """The body packer's `default`: a tuple, set or frozenset as the array msgpack writes for
+    it, its mark first. The walk leaves these in place (so a message holding tuples is not
+    copied); only the packer, which meets them anyway, marks them."""
+    t = type(obj)
+    if t is tuple:
+        marked = [TUPLE_MARK]
+    elif t is set:
+        marked = [SET_MARK]
+    elif t is frozenset:
+        marked = [FROZENSET_MARK]
+    else:
+        raise TypeError(f"{type(obj).__qualname__} reached the packer unencoded")
+    marked.extend(cast(Iterable[Any], obj))
+    return marked
+
+
+class Packers:
+    """A pair of msgpack Packers (not thread-safe: one dumps call uses a pair at a time).
+
+    autoreset: one pack() call returns the bytes and empties the buffer (a Packer method
+    call costs ~0.1 µs; the small-message path cannot afford four per message).
+    """
+
+    def __init__(self) -> None:
+        # The message: exact types only, so every tuple/set/frozenset reaches
+        # mark_collection; the walk has replaced everything else msgpack must not see.
+        self.body: Any = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
+                                        default=mark_collection)
+        # Records and refs: plain msgpack (a tuple in a family's header is an array).
+        self.record: Any = msgpack.Packer(autoreset=True, use_bin_type=True)
 
 
 class EncodeState:
-    """What one dumps call accumulates: the frame list, its packer, and how many tuples,
-    sets and frozensets enclose the value being walked."""
+    """What one dumps call accumulates: the frame list and its packers."""
 
-    def __init__(self, packer: Any) -> None:
+    def __init__(self, packers: Packers) -> None:
         self.frames: list[Frame] = [b""]  # frames[0], the header, is written last
-        self.packer = packer
-        self.nested_ext = 0
+        self.packers = packers
 
     def pack_nested(self, obj: object) -> bytes:
-        # The walk finishes every nested payload before the top-level pack starts, so one
-        # packer serves both; its buffer is reset after each nested payload.
-        self.packer.pack(obj)
-        data: bytes = self.packer.bytes()
-        self.packer.reset()
+        data: bytes = self.packers.record.pack(obj)
         return data
 
 
@@ -87,22 +124,20 @@ class Encoder:
         self.max_depth: int = DEFAULT_MAX_DEPTH
         # Packers are not thread-safe; list.pop/append are atomic, so each call takes its
         # own from this pool and a shared Encoder stays safe across threads.
-        self.packers: list[Any] = []
+        self.packers: list[Packers] = []
 
     def dumps(self, msg: Any) -> list[Frame]:
-        packer = self.packers.pop() if self.packers else new_packer()
-        state = EncodeState(packer)
+        packers = self.packers.pop() if self.packers else Packers()
+        state = EncodeState(packers)
         try:
             body = self.encode(msg, 0, state)
-            packer.pack(WIRE_VERSION)
-            packer.pack(body)
-            state.frames[0] = packer.bytes()
+            state.frames[0] = VERSION_BYTE + packers.body.pack(body)
         except UnencodableError as exc:
             where = find_path(msg, exc.obj)
             raise chained(SerializationError(f"{exc.reason} at {where}"), exc.__cause__)
         finally:
-            packer.reset()
-            self.packers.append(packer)
+            # A Packer with autoreset empties its buffer after a failed pack() too.
+            self.packers.append(packers)
         return state.frames
 
     def encode(self, obj: object, depth: int, state: EncodeState) -> object:
@@ -116,7 +151,7 @@ class Encoder:
             value = cast(int, obj)
             if MIN_SHORT_INT <= value <= MAX_SHORT_INT or MIN_INT64 <= value <= MAX_UINT64:
                 return obj
-            return ExtType(EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8,
+            return ext(EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8,
                                                       "little", signed=True))
         if depth >= self.max_depth:
             raise UnencodableError(obj, f"message nested deeper than max_depth={self.max_depth}")
@@ -127,18 +162,18 @@ class Encoder:
         if type(obj) is bytes:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return obj
-            return ExtType(EXT_BYTES_FRAME, self.out_of_band(obj, state))
+            return ext(EXT_BYTES_FRAME, self.out_of_band(obj, state))
         if t is tuple or t is set or t is frozenset:
             return self.encode_collection(obj, depth, state)
         if type(obj) is bytearray:
             if len(obj) < OUT_OF_BAND_BYTES:
-                return ExtType(EXT_BYTEARRAY, bytes(obj))
-            return ExtType(EXT_BYTEARRAY_FRAME, self.out_of_band(obj, state))
+                return ext(EXT_BYTEARRAY, bytes(obj))
+            return ext(EXT_BYTEARRAY_FRAME, self.out_of_band(obj, state))
         if type(obj) is memoryview:
             view = memoryview_frame(obj)
             if nbytes(view) < OUT_OF_BAND_BYTES:
-                return ExtType(EXT_MEMORYVIEW, bytes(view))
-            return ExtType(EXT_MEMORYVIEW_FRAME, self.out_of_band(view, state))
+                return ext(EXT_MEMORYVIEW, bytes(view))
+            return ext(EXT_MEMORYVIEW_FRAME, self.out_of_band(view, state))
         return self.encode_object(obj, depth, state)
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
@@ -146,7 +181,13 @@ class Encoder:
         unchanged = 0
         for key, value in obj.items():
             new_key = key if type(key) is str else self.encode(key, depth, state)
-            new_value = self.encode(value, depth, state)
+            # The common scalars are checked here, saving a call of encode() for each.
+            t = type(value)
+            if t is str or t is float or t is bool or value is None or (
+                    t is int and MIN_SHORT_INT <= cast(int, value) <= MAX_SHORT_INT):
+                new_value = value
+            else:
+                new_value = self.encode(value, depth, state)
             if out is None:
                 if new_key is key and new_value is value:
                     unchanged += 1
@@ -165,7 +206,12 @@ class Encoder:
         out: Optional[list[Any]] = None
         index = 0
         for item in obj:
-            new_item = self.encode(item, depth, state)
+            t = type(item)
+            if t is str or t is float or t is bool or item is None or (
+                    t is int and MIN_SHORT_INT <= cast(int, item) <= MAX_SHORT_INT):
+                new_item = item  # the common scalars, without a call of encode()
+            else:
+                new_item = self.encode(item, depth, state)
             if out is not None:
                 out.append(new_item)
             elif new_item is not item:
@@ -175,16 +221,23 @@ class Encoder:
         return obj if out is None else out
 
     def encode_collection(self, obj: object, depth: int, state: EncodeState) -> object:
-        """Tuples, sets and frozensets: an extension type holding the packed items."""
+        """Tuples, sets and frozensets: returned as they are when no item needed a change
+        (mark_collection marks them when they are packed), else a new one of the same type
+        holding the encoded items (which are hashable where the originals were)."""
         t = type(obj)
-        code = EXT_TUPLE if t is tuple else EXT_SET if t is set else EXT_FROZENSET
-        if state.nested_ext >= MAX_NESTED_EXT:
-            raise UnencodableError(obj, "tuples, sets and frozensets nested more than "
-                                        f"{MAX_NESTED_EXT} inside one another")
-        state.nested_ext += 1
-        items = [self.encode(item, depth + 1, state) for item in cast(Iterable[Any], obj)]
-        state.nested_ext -= 1
-        return ExtType(code, state.pack_nested(items))
+        items: Optional[list[object]] = None
+        index = 0
+        for item in cast(Iterable[Any], obj):
+            new_item = self.encode(item, depth + 1, state)
+            if items is not None:
+                items.append(new_item)
+            elif new_item is not item:
+                items = list(cast(Iterable[Any], obj))[:index]
+                items.append(new_item)
+            index += 1
+        if items is None:
+            return obj
+        return tuple(items) if t is tuple else set(items) if t is set else frozenset(items)
 
     def out_of_band(self, frame: Frame, state: EncodeState) -> bytes:
         """The packed ref of a large bytes-like's own frame: the frame, never copied; or,
@@ -219,11 +272,10 @@ class Encoder:
         try:
             data = state.pack_nested([header, self.frame_refs(payload, state.frames)])
         except (TypeError, ValueError, OverflowError) as exc:
-            state.packer.reset()
             reason = (f"the header of a {type(obj).__qualname__} payload is not "
                       f"msgpack-encodable: {exc}")
             raise chained(UnencodableError(obj, reason), exc)
-        return ExtType(code, data)
+        return ext(code, data)
 
     def encode_object(self, obj: object, depth: int, state: EncodeState) -> object:
         """Wrappers, and other objects: serialized records in the same pass."""

@@ -7,7 +7,10 @@ new WIRE_VERSION, and the decoder keeps reading the old one.
 from typing import Final
 
 # frames[0] starts with this byte (a msgpack positive fixint) followed by one msgpack object.
-WIRE_VERSION: Final = 1
+# Version 2 marks tuples, sets and frozensets inside the array itself (EXT_*_MARK); version
+# 1 packed them into nested extension payloads (EXT_TUPLE ...), which decoders still read.
+WIRE_VERSION: Final = 2
+READABLE_VERSIONS: Final = (1, 2)
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
 # types of their own (msgpack.ExtType objects in a message are pickled like any other
@@ -23,6 +26,11 @@ EXT_BYTEARRAY_FRAME: Final = 8  # likewise for bytearray
 EXT_MEMORYVIEW_FRAME: Final = 9  # likewise for memoryview
 EXT_SERIALIZED: Final = 10  # data: msgpack [header, [frame ref, ...]]: Serialize / Serialized
 EXT_PICKLED: Final = 11  # data: msgpack [header, [frame ref, ...]]: ToPickle / Pickled / fallback
+# Version 2: an array whose first item is one of these empty extension types is a tuple,
+# set or frozenset of the remaining items (one msgpack decode, no nested payload).
+EXT_TUPLE_MARK: Final = 12
+EXT_SET_MARK: Final = 13
+EXT_FROZENSET_MARK: Final = 14
 
 # A frame ref is one of: bytes (the frame inline), int (index of one payload frame in the
 # frame list), [start, count] (a frame split into `count` adjacent pieces).
@@ -35,7 +43,7 @@ HEADER_COMPRESSION: Final = "compression"
 # Bytes-likes of at least this size leave the header frame and travel as their own frames.
 OUT_OF_BAND_BYTES: Final = 65536
 
-# Tuples, sets and frozensets are extension types whose payload is decoded by a nested
-# msgpack call; each nested call holds ~40 kB of C stack (msgpack's unpack context), and
-# about 200 levels overflow an 8 MiB stack. This bounds that nesting on both sides.
+# Version 1 only: tuples, sets and frozensets were extension types whose payload is decoded
+# by a nested msgpack call; each holds ~40 kB of C stack (msgpack's unpack context), and
+# about 200 levels overflow an 8 MiB stack. The decoder bounds that nesting.
 MAX_NESTED_EXT: Final = 32

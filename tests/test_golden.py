@@ -58,7 +58,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) in (list, tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if type(a) is memoryview:
-        return a.tobytes() == b.tobytes()
+        return bytes(a) == bytes(b)
     equal: bool = a == b
     return equal
 

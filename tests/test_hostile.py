@@ -38,7 +38,7 @@ class Trap:
 
 
 @pytest.mark.parametrize("frames", [
-    [], [b""], [b"\x02\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
+    [], [b""], [b"\x03\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
     [header(ext(99, b""))], [header(ext(1, b"\x01"))], [header(ext(7, msgpack.packb(5)))],
     [header(ext(7, msgpack.packb([1, 5]))), b"x"], [header(ext(10, msgpack.packb([1])))],
     [header(ext(10, msgpack.packb([{}, [7]])))], [header(ext(10, msgpack.packb([{}, ["x"]])))],
@@ -77,6 +77,28 @@ def test_nested_extension_types_cannot_overflow_the_stack() -> None:
         data = msgpack.packb(ext(1, data))
     with pytest.raises(DeserializationError, match="nested"):
         fastser.loads([b"\x01" + data])
+
+
+MARKS = [ext(12, b""), ext(13, b""), ext(14, b"")]  # tuple, set and frozenset marks
+
+
+@pytest.mark.parametrize("body", [
+    MARKS[0], [1, MARKS[0]], {"k": MARKS[1]}, {MARKS[2]: 1}, [MARKS[1], MARKS[0]],
+    [ext(12, b"x"), 1], [MARKS[1], [1]], [MARKS[0], MARKS[0]],
+], ids=range(8))
+def test_marks_out_of_place_raise_deserialization_error(body: Any) -> None:
+    frames = [b"\x02" + msgpack.packb(body, use_bin_type=True)]
+    for decoder in (SAFE, FORWARD, fastser.Decoder()):
+        with pytest.raises(DeserializationError):
+            decoder.loads(frames)
+
+
+def test_deeply_nested_marked_arrays_are_refused_by_depth() -> None:
+    body: Any = 1
+    for _ in range(500):  # deeper than max_depth, within msgpack's own limit of 511
+        body = [MARKS[0], body]
+    with pytest.raises(DeserializationError):
+        fastser.loads([b"\x02" + msgpack.packb(body, use_bin_type=True)])
 
 
 def test_depth_limit_on_loads() -> None:
