@@ -23,16 +23,21 @@ from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_FROZENSET_MARK, EXT_SERIALIZED, EXT_SET, EXT_SET_MARK, EXT_TUPLE,
-                    EXT_TUPLE_MARK, HEADER_SERIALIZER, MAX_NESTED_EXT, READABLE_VERSIONS,
+                    EXT_TUPLE_MARK, HEADER_SERIALIZER, MAX_NESTED_EXT, OLDEST_READABLE_VERSION,
                     WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
 PICKLE: Final = "pickle"
+SMALL_HEADER_BYTES: Final = 4096
+
+
+# mypyc looks a module attribute up by name on every use; a Final copy is a static.
+UNPACKB: Final = msgpack.unpackb
 
 
 def unpack(data: Any, ext_hook: Any, list_hook: Any) -> Any:
-    return msgpack.unpackb(data, ext_hook=ext_hook, list_hook=list_hook, raw=False,
+    return UNPACKB(data, ext_hook=ext_hook, list_hook=list_hook, raw=False,
                            strict_map_key=False, use_list=True)
 
 
@@ -47,7 +52,7 @@ FROZENSET_MARK: Final = Mark()
 
 def unpack_plain(data: Any) -> Any:
     # Records and refs hold no extension types; without a hook there is no recursion.
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+    return UNPACKB(data, raw=False, strict_map_key=False, use_list=True)
 
 
 class Decoder:
@@ -75,15 +80,25 @@ class Decoder:
                 f"frames must be a list of bytes-like frames, not {type(given).__qualname__}")
         self.check_limits(frame_list)
         header = frame_list[0]
-        view = byte_view(header)
-        if view.nbytes == 0 or view[0] not in READABLE_VERSIONS:
-            found = view[0] if view.nbytes else "nothing"
+        body: object
+        if type(header) is bytes and 0 < len(header) <= SMALL_HEADER_BYTES:
+            # A small copy costs less than the two memoryviews that avoid it.
+            size = len(header)
+            version = header[0]
+            body = header[1:]
+        else:
+            view = byte_view(header)
+            size = view.nbytes
+            version = view[0] if size else -1
+            body = view[1:]
+        if not OLDEST_READABLE_VERSION <= version <= WIRE_VERSION:
+            found = version if size else "nothing"
             raise DeserializationError(
                 f"frame 0 is not a fastser header of wire version {WIRE_VERSION} or earlier "
                 f"(first byte: {found})")
         state = DecodeState(self, frame_list)
         try:
-            msg = unpack(view[1:], state.ext_hook, state.list_hook)
+            msg = unpack(body, state.ext_hook, state.list_hook)
         except FastserError:
             raise
         except Exception as exc:
@@ -93,9 +108,12 @@ class Decoder:
             raise DeserializationError(
                 "a tuple or set mark stands elsewhere than first in an array")
         max_depth = self.limits.max_depth
-        # Every level of nesting takes at least one byte of header, so only a header longer
-        # than max_depth can nest deeper; msgpack itself stops at 1024 levels per decode.
-        if view.nbytes > max_depth and is_container(msg) and deeper_than(msg, max_depth):
+        # A level of nesting takes at least one byte of header if it is an array, two if
+        # it is a map (its header, and the other half of the entry the path does not take),
+        # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep; only a
+        # header that could nest deeper is walked. msgpack itself stops at 1024 levels.
+        if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
+                deeper_than(msg, max_depth, state.collections > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
@@ -136,13 +154,36 @@ def is_container(obj: object) -> bool:
     return t is dict or t is list or t is tuple or t is set or t is frozenset
 
 
-def deeper_than(obj: object, budget: int) -> bool:
-    """Whether containers nest more than `budget` levels below `obj` (a container)."""
+def deeper_than(obj: object, budget: int, keys: bool) -> bool:
+    """Whether containers nest more than `budget` levels below `obj` (a container). With
+    `keys`, dict keys are looked at too (a tuple key nests like any tuple); without, only
+    values — right when the decode made no tuple, set or frozenset, as no other container
+    can be a key."""
     if budget == 0:
         return True
-    items = obj.values() if type(obj) is dict else cast(Iterable[object], obj)
-    for item in items:
-        if is_container(item) and deeper_than(item, budget - 1):
+    # Typed loops over exact types: mypyc iterates lists and dicts without the generic
+    # iterator protocol, and most items are scalars that need no call.
+    if type(obj) is dict:
+        mapping: dict[Any, Any] = obj
+        for key, value in mapping.items():  # mypyc: faster than .values() or keys
+            if keys and type(key) is not str and is_container(key) and \
+                    deeper_than(key, budget - 1, keys):
+                return True
+            t = type(value)
+            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
+                    deeper_than(value, budget - 1, keys):
+                return True
+        return False
+    if type(obj) is list:
+        sequence: list[Any] = obj
+        for item in sequence:
+            t = type(item)
+            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
+                    deeper_than(item, budget - 1, keys):
+                return True
+        return False
+    for item in cast(Iterable[Any], obj):
+        if is_container(item) and deeper_than(item, budget - 1, keys):
             return True
     return False
 
@@ -156,15 +197,19 @@ class DecodeState:
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
+        self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
+        self.arrays = 0  # arrays decoded, each seen by list_hook
         self.used: Optional[bytearray] = None  # which payload frames a ref has named
 
     def list_hook(self, items: list[Any]) -> Any:
+        self.arrays += 1
         if not items:
             return items
         first = items[0]
         if type(first) is not Mark:
             return items
         self.marks -= 1
+        self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
             return tuple(items)
@@ -210,6 +255,7 @@ class DecodeState:
             raise DeserializationError(
                 f"tuples, sets and frozensets nested more than {self.max_nested} deep")
         self.nested_ext += 1
+        self.collections += 1
         items = unpack(data, self.ext_hook, self.list_hook)
         self.nested_ext -= 1
         if type(items) is not list:

@@ -10,7 +10,7 @@ from typing import Final
 # Version 2 marks tuples, sets and frozensets inside the array itself (EXT_*_MARK); version
 # 1 packed them into nested extension payloads (EXT_TUPLE ...), which decoders still read.
 WIRE_VERSION: Final = 2
-READABLE_VERSIONS: Final = (1, 2)
+OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
 # types of their own (msgpack.ExtType objects in a message are pickled like any other

@@ -101,6 +101,31 @@ def test_deeply_nested_marked_arrays_are_refused_by_depth() -> None:
         fastser.loads([b"\x02" + msgpack.packb(body, use_bin_type=True)])
 
 
+def test_depth_limit_applies_inside_dict_keys() -> None:
+    mark = msgpack.packb(MARKS[0])
+    key = b"\x01"
+    for _ in range(300):  # a tuple key nested 300 deep: (((...,),),)
+        key = b"\x92" + mark + key
+    header = b"\x02" + b"\x81" + key + b"\x01"
+    with pytest.raises(DeserializationError, match="max_depth=256"):
+        fastser.loads([header])
+    assert fastser.loads([header], limits=fastser.Limits(max_depth=400)) is not None
+
+
+@pytest.mark.parametrize("level", [b"\x81\xc0", b"\x91", b"\x92\xc7\x00\x0c"],
+                         ids=["map", "array", "tuple"])
+def test_depth_limit_is_exact_for_the_tightest_encodings(level: bytes) -> None:
+    # The decoder walks only headers whose size allows too deep a nesting: check the
+    # bound at its edge, with the fewest bytes a level can take.
+    for depth, deep_enough in ((256, False), (257, True)):
+        header = b"\x02" + level * depth + b"\x00"
+        if deep_enough:
+            with pytest.raises(DeserializationError, match="max_depth=256"):
+                fastser.loads([header])
+        else:
+            fastser.loads([header])
+
+
 def test_depth_limit_on_loads() -> None:
     for depth, ok in ((256, True), (257, False), (1000, False)):
         frames = [b"\x01" + b"\x91" * depth + b"\x01"]
