@@ -35,9 +35,16 @@ _release_buffer.restype = None
 PYBUF_SIMPLE = 0  # a C-contiguous buffer, or an error
 
 
+_char_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
 def buffer_address(obj: object) -> Optional[int]:
     """The address of the first byte of `obj`'s buffer, or None when `obj` does not export
     a C-contiguous buffer. Read-only buffers work too (ctypes' from_buffer wants writeable)."""
+    if type(obj) is memoryview and not obj.readonly and obj.nbytes and obj.c_contiguous:
+        # ~0.3 µs, against ~2.5 µs for the general path below.
+        return _addressof(_char_from_buffer(obj))
     view = PyBuffer()
     try:
         _get_buffer(obj, ctypes.byref(view), PYBUF_SIMPLE)

@@ -50,6 +50,14 @@ SET_MARK: Final = Mark()
 FROZENSET_MARK: Final = Mark()
 
 
+def unpack_ref(data: bytes) -> Any:
+    """A frame ref from an extension type's data; a one-byte positive fixint (the common
+    case: payload frames 1..127) is read without calling msgpack."""
+    if len(data) == 1 and data[0] < 128:
+        return data[0]
+    return unpack_plain(data)
+
+
 def unpack_plain(data: Any) -> Any:
     # Records and refs hold no extension types; without a hook there is no recursion.
     return UNPACKB(data, raw=False, strict_map_key=False, use_list=True)
@@ -231,7 +239,7 @@ class DecodeState:
         if code == EXT_PICKLED:
             return self.pickled(data)
         if code == EXT_BYTES_FRAME:
-            frame = self.raw_frame(unpack_plain(data), False)
+            frame = self.raw_frame(unpack_ref(data), False)
             return frame if type(frame) is bytes else bytes(frame)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
@@ -244,10 +252,10 @@ class DecodeState:
         if code == EXT_MEMORYVIEW:
             return memoryview(data)
         if code == EXT_BYTEARRAY_FRAME:
-            frame = self.raw_frame(unpack_plain(data), True)
+            frame = self.raw_frame(unpack_ref(data), True)
             return frame if type(frame) is bytearray else bytearray(frame)
         if code == EXT_MEMORYVIEW_FRAME:
-            return byte_view(self.raw_frame(unpack_plain(data), True))
+            return byte_view(self.raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
     def nested_items(self, data: bytes) -> list[Any]:

@@ -54,6 +54,8 @@ MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
+# msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
+FIXINTS: Final = [bytes([i]) for i in range(128)]
 
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
 FrameRef = Union[Frame, int, list[int]]
@@ -246,7 +248,10 @@ class Encoder:
             name, compressed = maybe_compress(frame, self.compression)
             if name is not None:
                 return state.pack_nested([self.frame_refs([compressed], state.frames)[0], name])
-        return state.pack_nested(self.add_frame(frame, state.frames))
+        ref = self.add_frame(frame, state.frames)
+        if type(ref) is int and ref < 128:
+            return FIXINTS[ref]  # what msgpack writes for it, without the call
+        return state.pack_nested(ref)
 
     def add_frame(self, frame: Frame, frames: list[Frame]) -> FrameRef:
         """Append an out-of-band frame (split into views if large) and return its ref."""

@@ -31,7 +31,7 @@ def ndarray_dumps(x: "np.ndarray[Any, Any]") -> tuple[Header, list[Frame]]:
         order = "C"
         flat = np.ascontiguousarray(x).reshape(-1)  # the one copy of a strided array
     header: Header = {
-        "dtype": _descr_to_wire(dtype_to_descr(x.dtype)),
+        "dtype": _wire_descr(x.dtype),
         "shape": list(x.shape),
         "order": order,
         "writeable": bool(x.flags.writeable),
@@ -44,20 +44,24 @@ def ndarray_dumps(x: "np.ndarray[Any, Any]") -> tuple[Header, list[Frame]]:
 def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]":
     frame = single_frame(frames, "numpy.ndarray")
     dtype = _wire_to_dtype(header.get("dtype"))
-    shape = header.get("shape")
+    shape: Any = header.get("shape")
     order = header.get("order")
-    if (type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape)
-            or order not in ("C", "F")):
-        raise DeserializationError(f"bad numpy header: shape {shape!r}, order {order!r}")
     count = 1
-    for n in shape:
-        count *= n
+    good = type(shape) is list and (order == "C" or order == "F")
+    if good:
+        for n in shape:  # one pass: validates and counts (this runs per array received)
+            if type(n) is not int or n < 0:
+                good = False
+                break
+            count *= n
+    if not good:
+        raise DeserializationError(f"bad numpy header: shape {shape!r}, order {order!r}")
     nbytes = memoryview(frame).nbytes
     if count * dtype.itemsize != nbytes:
         raise DeserializationError(
             f"numpy frame of {nbytes} bytes does not hold shape {shape} of {dtype}")
     flat = np.frombuffer(frame, dtype=np.uint8).view(dtype) if nbytes else np.empty(0, dtype)
-    x = flat.reshape(shape, order=order)
+    x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
     if header.get("writeable") is True:
         if not x.flags.writeable and nbytes < OUT_OF_BAND_BYTES:
             # Small frames were inlined into the header, which arrives read-only; one small
@@ -66,6 +70,23 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]"
     else:
         x.flags.writeable = False
     return x
+
+
+# numpy's descriptor functions are Python code (~5 µs a call); plain dtypes, whose
+# descriptor is a str, are looked up here instead. Bounded: received descriptors are input.
+_MAX_CACHED = 256
+_wire_descrs: dict["np.dtype[Any]", str] = {}
+_dtypes: dict[str, "np.dtype[Any]"] = {}
+
+
+def _wire_descr(dtype: "np.dtype[Any]") -> Any:
+    cached = _wire_descrs.get(dtype)
+    if cached is not None:
+        return cached
+    descr = _descr_to_wire(dtype_to_descr(dtype))
+    if type(descr) is str and len(_wire_descrs) < _MAX_CACHED:
+        _wire_descrs[dtype] = descr
+    return descr
 
 
 def _descr_to_wire(descr: Any) -> Any:
@@ -93,6 +114,17 @@ def _wire_to_descr(descr: Any, depth: int = 0) -> Any:
 
 
 def _wire_to_dtype(descr: Any) -> "np.dtype[Any]":
+    if type(descr) is str:
+        cached = _dtypes.get(descr)
+        if cached is not None:
+            return cached
+    dtype = _parse_dtype(descr)
+    if type(descr) is str and len(_dtypes) < _MAX_CACHED:
+        _dtypes[descr] = dtype
+    return dtype
+
+
+def _parse_dtype(descr: Any) -> "np.dtype[Any]":
     try:
         dtype = descr_to_dtype(_wire_to_descr(descr))
     except DeserializationError:

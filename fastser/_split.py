@@ -55,7 +55,8 @@ def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
     if base is None or expected is None:
         return None
     start = expected - base
-    for piece in pieces:
+    expected += first.nbytes
+    for piece in pieces[1:]:
         if type(piece) is not memoryview or piece.obj is not owner:
             return None
         if buffer_address(piece) != expected:
