@@ -22,7 +22,8 @@ from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_FROZENSET_MARK, EXT_SERIALIZED, EXT_SET, EXT_SET_MARK, EXT_TUPLE,
+                    EXT_FROZENSET_MARK, EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK,
+                    EXT_SET, EXT_SET_MARK, EXT_TUPLE,
                     EXT_TUPLE_MARK, HEADER_SERIALIZER, MAX_NESTED_EXT, OLDEST_READABLE_VERSION,
                     WIRE_VERSION)
 from .wrappers import Pickled, Serialized
@@ -48,6 +49,8 @@ class Mark:
 TUPLE_MARK: Final = Mark()
 SET_MARK: Final = Mark()
 FROZENSET_MARK: Final = Mark()
+SERIALIZED_MARK: Final = Mark()
+PICKLED_MARK: Final = Mark()
 
 
 def unpack_ref(data: bytes) -> Any:
@@ -217,6 +220,11 @@ class DecodeState:
         if type(first) is not Mark:
             return items
         self.marks -= 1
+        if first is SERIALIZED_MARK or first is PICKLED_MARK:
+            header, frames = self.record_parts(items)
+            if first is SERIALIZED_MARK:
+                return self.open_serialized(header, frames)
+            return self.open_pickled(header, frames)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -226,12 +234,14 @@ class DecodeState:
         return frozenset(items)
 
     def ext_hook(self, code: int, data: bytes) -> Any:
-        if code == EXT_TUPLE_MARK or code == EXT_SET_MARK or code == EXT_FROZENSET_MARK:
+        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK:
             if data:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
             self.marks += 1
             return (TUPLE_MARK if code == EXT_TUPLE_MARK else
-                    SET_MARK if code == EXT_SET_MARK else FROZENSET_MARK)
+                    SET_MARK if code == EXT_SET_MARK else
+                    FROZENSET_MARK if code == EXT_FROZENSET_MARK else
+                    SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else PICKLED_MARK)
         if code == EXT_TUPLE:
             return tuple(self.nested_items(data))
         if code == EXT_SERIALIZED:
@@ -317,14 +327,29 @@ class DecodeState:
             used[index] = 1
 
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
+        """A version 1/2 record: its own msgpack payload inside an extension type."""
         record = unpack_plain(data)
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
             raise DeserializationError("a payload placeholder is not [header, frames]")
         return record[0], [self.frame_at(ref) for ref in record[1]]
 
+    def record_parts(self, items: list[Any]) -> tuple[Header, list[Frame]]:
+        """A version 3 record: the array [mark, header, refs], decoded with the message."""
+        if len(items) != 3 or type(items[1]) is not dict or type(items[2]) is not list:
+            raise DeserializationError("a payload record is not [mark, header, frames]")
+        refs: list[Any] = items[2]
+        return items[1], [self.frame_at(ref) for ref in refs]
+
     def serialized(self, data: bytes) -> Any:
         header, frames = self.record(data)
+        return self.open_serialized(header, frames)
+
+    def pickled(self, data: bytes) -> Any:
+        header, frames = self.record(data)
+        return self.open_pickled(header, frames)
+
+    def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
             return deserialize_within(header, frames, decoder.deserializers,
@@ -333,8 +358,7 @@ class DecodeState:
             return decoder.serialized_factory(header, frames)
         return Serialized(header, frames)
 
-    def pickled(self, data: bytes) -> Any:
-        header, frames = self.record(data)
+    def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.pickle_allowed and (decoder.deserialize or decoder.open_pickled):
             if header.get(HEADER_SERIALIZER) != PICKLE:

@@ -27,7 +27,8 @@ from ._split import split_frames
 from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_SERIALIZED, EXT_SET_MARK, EXT_TUPLE_MARK, HEADER_COMPRESSION,
+                    EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
+                    EXT_TUPLE_MARK, HEADER_COMPRESSION,
                     HEADER_SERIALIZER,
                     OUT_OF_BAND_BYTES, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -45,6 +46,8 @@ def ext(code: int, data: bytes) -> object:
 TUPLE_MARK: Final = ext(EXT_TUPLE_MARK, b"")
 SET_MARK: Final = ext(EXT_SET_MARK, b"")
 FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
+SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
+PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
 MIN_INT64: Final = -(2**63)
 MAX_UINT64: Final = 2**64 - 1
 # mypyc keeps ints in [-2**62, 2**62) unboxed and compares them inline; a comparison with
@@ -64,7 +67,9 @@ FrameRef = Union[Frame, int, list[int]]
 def mark_collection(obj: object) -> object:
     """The body packer's `default`: a tuple, set or frozenset as the array msgpack writes for
     it, its mark first. The walk leaves these in place (so a message holding tuples is not
-    copied); only the packer, which meets them anyway, marks them."""
+    copied); only the packer, which meets them anyway, marks them. Subclasses of int, float,
+    str, bytes, list and dict can only come from a family's record header (the walk turned
+    all others into records): they are packed as their base type, as plain msgpack would."""
     t = type(obj)
     if t is tuple:
         marked = [TUPLE_MARK]
@@ -73,9 +78,30 @@ def mark_collection(obj: object) -> object:
     elif t is frozenset:
         marked = [FROZENSET_MARK]
     else:
-        raise TypeError(f"{type(obj).__qualname__} reached the packer unencoded")
+        return as_base_type(obj)
     marked.extend(cast(Iterable[Any], obj))
     return marked
+
+
+def as_base_type(obj: object) -> object:
+    """A subclass of a msgpack type, as that type (plain msgpack packs them so)."""
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, bytes):
+        return bytes(obj)
+    if isinstance(obj, list):
+        return list(obj)
+    if isinstance(obj, dict):
+        return dict(obj)
+    if isinstance(obj, tuple):
+        return list(obj)  # a namedtuple in a header: an array, as plain msgpack writes it
+    raise TypeError(f"cannot pack an object of type {type(obj).__qualname__}")
 
 
 class Packers:
@@ -95,11 +121,13 @@ class Packers:
 
 
 class EncodeState:
-    """What one dumps call accumulates: the frame list and its packers."""
+    """What one dumps call accumulates: the frame list, its packers, and the records made
+    (searched only when the message fails to pack, to name the payload at fault)."""
 
     def __init__(self, packers: Packers) -> None:
         self.frames: list[Frame] = [b""]  # frames[0], the header, is written last
         self.packers = packers
+        self.records: list[tuple[Header, object]] = []
 
     def pack_nested(self, obj: object) -> bytes:
         data: bytes = self.packers.record.pack(obj)
@@ -133,7 +161,10 @@ class Encoder:
         state = EncodeState(packers)
         try:
             body = self.encode(msg, 0, state)
-            state.frames[0] = VERSION_BYTE + packers.body.pack(body)
+            try:
+                state.frames[0] = VERSION_BYTE + packers.body.pack(body)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise self.unpackable(state, exc)
         except UnencodableError as exc:
             where = find_path(msg, exc.obj)
             raise chained(SerializationError(f"{exc.reason} at {where}"), exc.__cause__)
@@ -274,13 +305,22 @@ class Encoder:
 
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
-        try:
-            data = state.pack_nested([header, self.frame_refs(payload, state.frames)])
-        except (TypeError, ValueError, OverflowError) as exc:
-            reason = (f"the header of a {type(obj).__qualname__} payload is not "
-                      f"msgpack-encodable: {exc}")
-            raise chained(UnencodableError(obj, reason), exc)
-        return ext(code, data)
+        """A serialized or pickled record, inline in the message: [mark, header, refs]."""
+        state.records.append((header, obj))
+        mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
+        return [mark, header, self.frame_refs(payload, state.frames)]
+
+    def unpackable(self, state: EncodeState, exc: Exception) -> SerializationError:
+        """The error for a message msgpack refused: the walk let through only what msgpack
+        takes, so a record header is at fault; find which, to name its payload's path."""
+        for header, obj in state.records:
+            try:
+                state.packers.record.pack(header)
+            except (TypeError, ValueError, OverflowError) as cause:
+                reason = (f"the header of a {type(obj).__qualname__} payload is not "
+                          f"msgpack-encodable: {cause}")
+                return chained(UnencodableError(obj, reason), cause)
+        return chained(SerializationError(f"the message is not msgpack-encodable: {exc}"), exc)
 
     def encode_object(self, obj: object, depth: int, state: EncodeState) -> object:
         """Wrappers, and other objects: serialized records in the same pass."""

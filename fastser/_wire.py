@@ -8,8 +8,9 @@ from typing import Final
 
 # frames[0] starts with this byte (a msgpack positive fixint) followed by one msgpack object.
 # Version 2 marks tuples, sets and frozensets inside the array itself (EXT_*_MARK); version
-# 1 packed them into nested extension payloads (EXT_TUPLE ...), which decoders still read.
-WIRE_VERSION: Final = 2
+# 1 packed them into nested extension payloads (EXT_TUPLE ...). Version 3 marks serialized
+# and pickled records likewise (v1/v2: EXT_SERIALIZED/EXT_PICKLED). Decoders read all three.
+WIRE_VERSION: Final = 3
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -31,6 +32,9 @@ EXT_PICKLED: Final = 11  # data: msgpack [header, [frame ref, ...]]: ToPickle / 
 EXT_TUPLE_MARK: Final = 12
 EXT_SET_MARK: Final = 13
 EXT_FROZENSET_MARK: Final = 14
+# Version 3: [mark, header, [frame ref, ...]] is a serialized / pickled record.
+EXT_SERIALIZED_MARK: Final = 15
+EXT_PICKLED_MARK: Final = 16
 
 # A frame ref is one of: bytes (the frame inline), int (index of one payload frame in the
 # frame list), [start, count] (a frame split into `count` adjacent pieces).

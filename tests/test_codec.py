@@ -271,3 +271,34 @@ def test_errors_keep_their_cause_in_both_builds() -> None:
     with pytest.raises(DeserializationError) as failed:
         fastser.deserialize({"serializer": "msgpack"}, [b"\xc1"])
     assert failed.value.__cause__ is not None
+
+
+class OddHeader:
+    """Serialized by a family whose header holds what the test puts in it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def test_record_headers_pack_like_plain_msgpack_or_fail_with_a_path() -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    def dumps_odd(x: OddHeader) -> tuple[dict[str, Any], list[fastser.Frame]]:
+        return {"value": x.value}, [b""]
+
+    def loads_odd(header: dict[str, Any], frames: list[Any]) -> OddHeader:
+        return OddHeader(header["value"])
+
+    fastser.register_serialization(OddHeader, dumps_odd, loads_odd, name="test.OddHeader")
+    ok = {"pair": Pair(1, 2), "level": Level.HIGH, "tuple": (1, 2)}
+    out = roundtrip({"x": Serialize(OddHeader(ok))})["x"].value
+    # A namedtuple and an IntEnum pack as plain msgpack packs them; a tuple stays a tuple.
+    assert out == {"pair": [1, 2], "level": 3, "tuple": (1, 2)}
+    assert type(out["level"]) is int
+    with pytest.raises(SerializationError, match=r"not msgpack-encodable.* at msg\['a'\]\[1\]"):
+        fastser.dumps({"a": [1, Serialize(OddHeader(object()))]})

@@ -38,7 +38,7 @@ class Trap:
 
 
 @pytest.mark.parametrize("frames", [
-    [], [b""], [b"\x03\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
+    [], [b""], [b"\x04\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
     [header(ext(99, b""))], [header(ext(1, b"\x01"))], [header(ext(7, msgpack.packb(5)))],
     [header(ext(7, msgpack.packb([1, 5]))), b"x"], [header(ext(10, msgpack.packb([1])))],
     [header(ext(10, msgpack.packb([{}, [7]])))], [header(ext(10, msgpack.packb([{}, ["x"]])))],
@@ -79,13 +79,16 @@ def test_nested_extension_types_cannot_overflow_the_stack() -> None:
         fastser.loads([b"\x01" + data])
 
 
-MARKS = [ext(12, b""), ext(13, b""), ext(14, b"")]  # tuple, set and frozenset marks
+# Marks of tuple, set, frozenset, serialized record and pickled record.
+MARKS = [ext(12, b""), ext(13, b""), ext(14, b""), ext(15, b""), ext(16, b"")]
 
 
 @pytest.mark.parametrize("body", [
     MARKS[0], [1, MARKS[0]], {"k": MARKS[1]}, {MARKS[2]: 1}, [MARKS[1], MARKS[0]],
     [ext(12, b"x"), 1], [MARKS[1], [1]], [MARKS[0], MARKS[0]],
-], ids=range(8))
+    [MARKS[3]], [MARKS[3], {}, [7]], [MARKS[3], [], []], [MARKS[4], {}, ["x"]],
+    [MARKS[3], {}, [], 1], {"a": MARKS[4]}, [MARKS[4], {}, [[1, 99]]],
+], ids=range(15))
 def test_marks_out_of_place_raise_deserialization_error(body: Any) -> None:
     frames = [b"\x02" + msgpack.packb(body, use_bin_type=True)]
     for decoder in (SAFE, FORWARD, fastser.Decoder()):
