@@ -1,10 +1,25 @@
-"""Shared hypothesis strategies: messages of every type the contract lists."""
+"""Shared hypothesis strategies: messages of every type the contract lists; and the size
+of the extended suite (FASTSER_EXTENDED=1 bash scripts/test.sh)."""
 
+import os
 from typing import Any
 
 from hypothesis import strategies as st
 
 import fastser
+
+# The extended suite: 20,000 examples per property, 100,000 mutated inputs, 1,000,000 round
+# trips for the leak check. The normal run keeps CI quick.
+EXTENDED = os.environ.get("FASTSER_EXTENDED", "") == "1"
+
+
+def examples(normal: int) -> int:
+    """How many hypothesis examples a property gets in this run."""
+    return 20_000 if EXTENDED else normal
+
+
+def rounds(normal: int, extended: int) -> int:
+    return extended if EXTENDED else normal
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**300), max_value=2**300),

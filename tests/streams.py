@@ -35,6 +35,15 @@ def peak_allocation(action: Callable[[], Any]) -> int:
         tracemalloc.stop()
 
 
+def rss_bytes() -> int:
+    """This process's resident set size (Linux)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
 def small_message(i: int) -> Any:
     msg: dict[str, Any] = {"op": "task-finished", "i": i, "key": (f"x-{i}", i % 7),
                            "tags": {i, -i}, "big": 2**70 + i, "raw": b"r" * (i % 13)}

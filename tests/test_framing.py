@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import given, settings, strategies as st
 from streams import peak_allocation
+from strategies import examples
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
@@ -160,7 +161,7 @@ def test_reader_gives_every_message(feed: Callable[[FrameReader, bytes], list[li
     assert feed(FrameReader(), stream) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages=st.lists(frame_lists, min_size=1, max_size=5), data=st.data())
 def test_reader_in_random_chunks(messages: list[list[bytes]], data: st.DataObject) -> None:
     stream = b"".join(pack_frames(frames) for frames in messages)

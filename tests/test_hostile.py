@@ -10,6 +10,7 @@ from typing import Any
 
 import msgpack
 import pytest
+from strategies import rounds
 
 import fastser
 from fastser import DeserializationError, Limits, Serialize, ToPickle
@@ -183,7 +184,7 @@ def test_random_mutations_raise_only_deserialization_error() -> None:
     msg = {"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "b": bytearray(b"ab"), "big": 2**80,
            "p": ToPickle(5), "z": Serialize(b"q" * 10), "k": {(1, 2): [1.5, None]}}
     good = fastser.dumps(msg)[0]
-    for _ in range(3000):
+    for _ in range(rounds(3_000, 100_000)):
         data = bytearray(good)
         for _ in range(rng.randint(1, 4)):
             action = rng.random()

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 
 import fastser
 from fastser import Pickled, Serialize, ToPickle
-from strategies import messages
+from strategies import examples, messages
 
 
 def unwrap(value: Any) -> Any:
@@ -31,13 +31,13 @@ def typed(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(messages)
 def test_roundtrip(msg: Any) -> None:
     assert typed(fastser.loads(fastser.dumps(msg))) == typed(unwrap(msg))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages)
 def test_kept_payloads_forward_byte_identically(msg: Any) -> None:
     frames = fastser.dumps(msg)
@@ -46,7 +46,7 @@ def test_kept_payloads_forward_byte_identically(msg: Any) -> None:
     assert typed(fastser.loads(again)) == typed(unwrap(msg))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages)
 def test_safe_decoder_never_unpickles(msg: Any) -> None:
     def check(value: Any) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_frames
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
-                     compressed_messages, owner_of, peak_allocation, small_message)
+                     compressed_messages, owner_of, peak_allocation, rss_bytes, small_message)
 
 from fastser.sock import (COALESCE_BYTES, MAX_IOV, MMAP_BYTES, coalesce, recv_msg, send_msg,
                          sendall_each, sendmsg_all)
@@ -48,14 +48,6 @@ def in_thread(action: Callable[[], Any]) -> Iterator["Future[Any]"]:
         future = pool.submit(action)
         yield future
         future.result(timeout=3 * TIMEOUT)  # re-raises what the sender raised
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
 
 
 def test_many_small_messages_arrive_equal_and_in_order() -> None:
