@@ -1,12 +1,11 @@
 """extract_serialize: the walk of the seed design, kept as a public tool.
 
 Returns a copy of a message without its wrappers and large bytes-likes, and where they were.
-Paths are built only for what is removed; the walk keeps one shared stack of keys.
+Paths are built only for what is removed, from the tuple path of the enclosing container.
 """
 
 from typing import Any
 
-from ._types import nbytes
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 
@@ -15,17 +14,22 @@ class Extractor:
         self.bytes_threshold = bytes_threshold
         self.extracted: dict[tuple[Any, ...], Any] = {}
         self.bytes_paths: set[tuple[Any, ...]] = set()
-        self.path: list[Any] = []
+        # The path of the container being walked, as a tuple: rebuilt once per container
+        # entered, so a removed value's path costs one tuple concatenation.
+        self.prefix: tuple[Any, ...] = ()
 
     def take(self, key: Any, value: object) -> bool:
-        """Record `value` under path + key if it is to be removed; say whether it was."""
-        if type(value) is bytes or type(value) is bytearray or type(value) is memoryview:
-            if nbytes(value) < self.bytes_threshold:
+        """Record `value` under prefix + key if it is to be removed; say whether it was."""
+        t = type(value)
+        if t is bytes or t is bytearray or t is memoryview:
+            buffer: Any = value
+            size = buffer.nbytes if t is memoryview else len(buffer)
+            if size < self.bytes_threshold:
                 return False
-            path = (*self.path, key)
+            path = self.prefix + (key,)
             self.bytes_paths.add(path)
         elif isinstance(value, (Serialize, Serialized, ToPickle, Pickled)):
-            path = (*self.path, key)
+            path = self.prefix + (key,)
         else:
             return False
         self.extracted[path] = value
@@ -35,10 +39,17 @@ class Extractor:
         if type(obj) is dict:
             return self.walk_dict(obj)
         if type(obj) is list:
-            return self.walk_items(obj)
+            return self.walk_list(obj)
         if type(obj) is tuple:
-            return tuple(self.walk_items(obj))
+            return tuple(self.walk_list(list(obj)))
         return obj
+
+    def walk_child(self, key: Any, value: object) -> object:
+        prefix = self.prefix
+        self.prefix = prefix + (key,)
+        out = self.walk(value)
+        self.prefix = prefix
+        return out
 
     def walk_dict(self, obj: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
@@ -47,14 +58,12 @@ class Extractor:
                 continue
             t = type(value)
             if t is dict or t is list or t is tuple:
-                self.path.append(key)
-                out[key] = self.walk(value)
-                self.path.pop()
+                out[key] = self.walk_child(key, value)
             else:
                 out[key] = value
         return out
 
-    def walk_items(self, obj: "list[Any] | tuple[Any, ...]") -> list[Any]:
+    def walk_list(self, obj: list[Any]) -> list[Any]:
         out: list[Any] = []
         index = 0
         for value in obj:
@@ -63,9 +72,7 @@ class Extractor:
             else:
                 t = type(value)
                 if t is dict or t is list or t is tuple:
-                    self.path.append(index)
-                    out.append(self.walk(value))
-                    self.path.pop()
+                    out.append(self.walk_child(index, value))
                 else:
                     out.append(value)
             index += 1
