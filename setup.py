@@ -8,7 +8,7 @@ every module with hot code. Left interpreted, each for a reason:
   _errors.py   exceptions with two built-in bases, which native classes cannot have
   _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
   _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called once per split frame
-  __main__.py  the command line: nothing hot
+  __main__.py, _demo.py, _inspect.py  the command line: nothing hot
 """
 
 import os
