@@ -179,6 +179,57 @@ def test_pickles_are_never_opened_in_safe_mode() -> None:
         assert not os.path.exists(path)
 
 
+def test_no_hiding_place_makes_a_safe_decoder_unpickle() -> None:
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pwned")
+        trap = Trap(path)
+        data = pickle.dumps(trap, protocol=5)
+        objects = np.empty(2, dtype=object)
+        objects[0] = trap
+        forwarded = fastser.loads(fastser.dumps({"p": ToPickle(trap), "o": trap}),
+                                  deserialize=False)
+        refused = [  # the first kind: a Serialize payload of a family the decoder refuses
+            {"s": Serialize(trap)},
+            {"array": Serialize(objects)},  # an object array goes to the pickle family
+        ]
+        forged_refused = [MARKS[3], {"serializer": "pickle"}, [data]]  # a v3 record
+        unopened = [  # the second kind: pickled records come back as Pickled, unopened
+            {"p": ToPickle(trap)}, {"fallback": trap}, forwarded,
+            {"objects": ToPickle(objects)},
+        ]
+        for msg in refused:
+            with pytest.raises(DeserializationError, match="refused"):
+                SAFE.loads(fastser.dumps(msg))
+        with pytest.raises(DeserializationError, match="refused"):
+            SAFE.loads([b"\x03" + msgpack.packb(forged_refused, use_bin_type=True)])
+        for msg in unopened:
+            out = SAFE.loads(fastser.dumps(msg))
+            assert "Pickled" in repr(out)
+        # Forged v3 records: a pickle labelled as another family, a name never registered,
+        # a numpy header asking for an object dtype.
+        for forged_header in ({"serializer": "dispatch", "type": "bytes"},
+                              {"serializer": "dispatch", "type": "evil.Unregistered"},
+                              {"serializer": "dispatch", "type": "numpy.ndarray",
+                               "dtype": "|O", "shape": [1], "order": "C"},
+                              {"serializer": "msgpack"}):
+            body = [MARKS[3], forged_header, [data]]
+            try:
+                SAFE.loads([b"\x03" + msgpack.packb(body, use_bin_type=True)])
+            except DeserializationError:
+                pass
+        forged_pickled = [MARKS[4], {"serializer": "pickle"}, [data]]
+        assert "Pickled" in repr(SAFE.loads([b"\x03" + msgpack.packb(forged_pickled)]))
+        assert not os.path.exists(path)
+        # Safe mode still receives bytes-likes and numpy arrays.
+        plain = {"b": b"x" * 70_000, "ba": bytearray(b"y"), "mv": memoryview(b"z"),
+                 "a": Serialize(np.arange(3))}
+        out = SAFE.loads(fastser.dumps(plain))
+        assert out["b"] == plain["b"] and out["ba"] == plain["ba"]
+        assert bytes(out["mv"]) == b"z" and list(out["a"]) == [0, 1, 2]
+
+
 def test_random_mutations_raise_only_deserialization_error() -> None:
     rng = random.Random(1234)
     msg = {"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "b": bytearray(b"ab"), "big": 2**80,
