@@ -16,6 +16,9 @@ PICKLE_PROTOCOL: Final = 5
 # stdlib pickle stores functions and classes of __main__ by reference, which the receiving
 # process cannot resolve; cloudpickle stores them by value.
 MAIN_MODULE_MARK: Final = b"__main__"
+# mypyc looks a module attribute up by name at every use; Final copies are statics.
+PICKLE_DUMPS: Final = pickle.dumps
+PICKLE_LOADS: Final = pickle.loads
 
 
 def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
@@ -23,7 +26,7 @@ def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple
     the object's memory, not copied)."""
     buffers: list[pickle.PickleBuffer] = []
     try:
-        data = pickle.dumps(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
+        data = PICKLE_DUMPS(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
         if MAIN_MODULE_MARK in data:
             buffers.clear()
             data = cloudpickle.dumps(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
@@ -42,7 +45,7 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
     trusted input, and only when the caller allows the "pickle" family."""
     if not frames:
         raise DeserializationError("a pickle payload needs at least one frame")
-    return pickle.loads(frames[0], buffers=frames[1:])
+    return PICKLE_LOADS(frames[0], buffers=frames[1:])
 
 
 def register_pickle_family() -> None:

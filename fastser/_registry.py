@@ -45,12 +45,22 @@ class Registry:
         self.by_name: dict[str, DispatchEntry] = {}
         # top-level module name -> functions that register its types when first needed
         self.lazy: dict[str, list[Callable[[], None]]] = {}
+        # Types known to have no entry (no lazy registration pending for their module):
+        # the pickle fallback asks about every task's type, so misses are remembered.
+        # Any registration empties it.
+        self.misses: set[type] = set()
 
     def for_type(self, cls: type) -> Optional[DispatchEntry]:
         entry = self.by_type.get(cls)
-        if entry is None and self.lazy:
-            if self._run_lazy(cls.__module__.partition(".")[0]):
+        if entry is None and cls not in self.misses:
+            if self.lazy and self._run_lazy(cls.__module__.partition(".")[0]):
                 entry = self.by_type.get(cls)
+            if entry is None:
+                self.misses.add(cls)
+                # A registration in another thread between the lookup and the add: undo.
+                entry = self.by_type.get(cls)
+                if entry is not None:
+                    self.misses.discard(cls)
         return entry
 
     def for_name(self, name: str) -> DispatchEntry:
@@ -88,10 +98,12 @@ def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: T
     entry = DispatchEntry(name, serialize_fn, deserialize_fn)
     REGISTRY.by_type[cls] = entry
     REGISTRY.by_name[name] = entry
+    REGISTRY.misses.clear()
 
 
 def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
     REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
+    REGISTRY.misses.clear()
 
 
 def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads,

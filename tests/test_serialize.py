@@ -122,3 +122,16 @@ def test_pickle_keeps_buffers_out_of_band() -> None:
     header, frames = fastser.serialize({"arr": x}, ["pickle"])
     assert len(frames) == 2 and np.shares_memory(np.frombuffer(frames[1], np.uint8), x)
     assert (fastser.deserialize(header, frames)["arr"] == x).all()
+
+
+def test_a_type_registered_after_it_was_looked_up_is_dispatched() -> None:
+    class Late:
+        pass
+
+    late = Late()
+    header, _ = fastser.serialize(late)
+    assert header["serializer"] == "pickle"  # no dispatch entry yet: remembered as a miss
+    fastser.register_serialization(Late, lambda obj: ({}, [b"late"]), lambda h, f: Late(),
+                                   name="test.Late")
+    header, frames = fastser.serialize(late)
+    assert header["serializer"] == "dispatch" and frames == [b"late"]
