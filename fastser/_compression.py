@@ -105,9 +105,11 @@ def maybe_compress(frame: Frame, name: str) -> tuple[Optional[str], Frame]:
     return name, compressed
 
 
-def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True) -> Frame:
+def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True,
+               limit: Optional[str] = None) -> Frame:
     """The frame that `frame` was compressed from with compression `name`, at most
-    `max_bytes` long (a bytearray when `writeable`, else bytes or a bytearray).
+    `max_bytes` long (a bytearray when `writeable`, else bytes or a bytearray); `limit`
+    says in errors where that bound comes from (default: Limits.max_frame_bytes).
     Raises DeserializationError for an unknown or uninstalled compression, corrupt data,
     or output beyond `max_bytes`."""
     if type(name) is not str or name not in COMPRESSIONS:
@@ -118,12 +120,14 @@ def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True) 
             f"payload compressed with {name!r}, whose package {EXTRA_PACKAGE[name]!r} is not "
             f"installed here: pip install 'fastser[{name}]'")
     view = byte_view(frame)
+    if limit is None:
+        limit = f"Limits.max_frame_bytes={max_bytes}"
     try:
         if name == "lz4":
-            return lz4_decompress(module, view, max_bytes, writeable)
+            return lz4_decompress(module, view, max_bytes, writeable, limit)
         if name == "zstd":
-            return zstd_decompress(module, view, max_bytes, writeable)
-        return zlib_decompress(view, max_bytes)
+            return zstd_decompress(module, view, max_bytes, writeable, limit)
+        return zlib_decompress(view, max_bytes, limit)
     except DeserializationError:
         raise
     except Exception as exc:
@@ -131,28 +135,29 @@ def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True) 
             f"corrupt {name} payload: {type(exc).__name__}: {exc}"), exc)
 
 
-def too_large(name: str, size: int, max_bytes: int) -> DeserializationError:
+def too_large(name: str, size: int, limit: str) -> DeserializationError:
     return DeserializationError(
-        f"{name} payload decompresses to {size} bytes, exceeding "
-        f"Limits.max_frame_bytes={max_bytes}")
+        f"{name} payload decompresses to {size} bytes or more, exceeding {limit}")
 
 
-def lz4_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool) -> Frame:
+def lz4_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool,
+                   limit: str) -> Frame:
     if view.nbytes < LZ4_SIZE_PREFIX:
         raise DeserializationError("lz4 payload shorter than its size prefix")
     size = int.from_bytes(view[:LZ4_SIZE_PREFIX], "little", signed=True)
     if size < 0 or size > max_bytes:
-        raise too_large("lz4", size, max_bytes)
+        raise too_large("lz4", size, limit)
     result: Frame = module.decompress(view, return_bytearray=writeable)
     return result
 
 
-def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool) -> Frame:
+def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool,
+                    limit: str) -> Frame:
     size: int = module.frame_content_size(view)
     if size < 0:
         raise DeserializationError("zstd payload does not state its decompressed size")
     if size > max_bytes:
-        raise too_large("zstd", size, max_bytes)
+        raise too_large("zstd", size, limit)
     if not writeable:
         data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size)
         return data
@@ -172,20 +177,20 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
     return out
 
 
-def zlib_decompress(view: memoryview, max_bytes: int) -> bytearray:
+def zlib_decompress(view: memoryview, max_bytes: int, limit: str) -> bytearray:
     inflater = zlib.decompressobj()
     out = bytearray()
     pending: Any = view
     while True:
         out += inflater.decompress(pending, INFLATE_STEP)
         if len(out) > max_bytes:
-            raise too_large("zlib", len(out), max_bytes)
+            raise too_large("zlib", len(out), limit)
         pending = inflater.unconsumed_tail
         if not pending or inflater.eof:  # after the end, the rest is trailing bytes
             break
     out += inflater.flush()
     if len(out) > max_bytes:
-        raise too_large("zlib", len(out), max_bytes)
+        raise too_large("zlib", len(out), limit)
     if not inflater.eof:
         raise DeserializationError("zlib payload is truncated")
     if inflater.unused_data or inflater.unconsumed_tail:
@@ -193,14 +198,20 @@ def zlib_decompress(view: memoryview, max_bytes: int) -> bytearray:
     return out
 
 
+def compression_names(compression: Any, count: int) -> list[Any]:
+    """A payload header's "compression" entry, checked: one name (or None) per frame."""
+    if type(compression) is not list or len(compression) != count:
+        raise DeserializationError(
+            f"a payload header's compression {compression!r} does not name one compression "
+            f"(or None) for each of its {count} frames")
+    names: list[Any] = compression
+    return names
+
+
 def decompress_frames(compression: Any, frames: list[Frame], max_bytes: int) -> list[Frame]:
     """`frames` with each one that a header's "compression" list names decompressed (each
     at most `max_bytes`, writeable); the others as they are."""
-    if type(compression) is not list or len(compression) != len(frames):
-        raise DeserializationError(
-            f"a payload header's compression {compression!r} does not name one compression "
-            f"(or None) for each of its {len(frames)} frames")
     out: list[Frame] = []
-    for name, frame in zip(compression, frames):
+    for name, frame in zip(compression_names(compression, len(frames)), frames):
         out.append(frame if name is None else decompress(name, frame, max_bytes))
     return out

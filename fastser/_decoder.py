@@ -16,7 +16,7 @@ import msgpack
 
 from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits
-from ._compression import decompress
+from ._compression import compression_names, decompress
 from ._serialize import check_families, deserialize_within
 from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
@@ -24,7 +24,8 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_FROZENSET_MARK, EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK,
                     EXT_SET, EXT_SET_MARK, EXT_TUPLE,
-                    EXT_TUPLE_MARK, HEADER_SERIALIZER, MAX_NESTED_EXT, OLDEST_READABLE_VERSION,
+                    EXT_TUPLE_MARK, HEADER_COMPRESSION, HEADER_SERIALIZER, MAX_NESTED_EXT,
+                    OLDEST_READABLE_VERSION,
                     WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
@@ -210,6 +211,7 @@ class DecodeState:
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
         self.arrays = 0  # arrays decoded, each seen by list_hook
+        self.inflated = 0  # bytes decompressed so far in this message
         self.used: Optional[bytearray] = None  # which payload frames a ref has named
 
     def list_hook(self, items: list[Any]) -> Any:
@@ -283,9 +285,35 @@ class DecodeState:
     def raw_frame(self, ref: Any, writeable: bool) -> Frame:
         """The frame of an out-of-band bytes-like: a frame ref, or [frame ref, compression]."""
         if type(ref) is list and len(ref) == 2 and type(ref[1]) is str:
-            return decompress(ref[1], self.frame_at(ref[0]), self.decoder.limits.max_frame_bytes,
-                              writeable)
+            return self.inflate(ref[1], self.frame_at(ref[0]), writeable)
         return self.frame_at(ref)
+
+    def inflate(self, name: Any, frame: Frame, writeable: bool) -> Frame:
+        """Decompress one frame, within Limits.max_frame_bytes and what the message's
+        earlier decompressed frames left of Limits.max_message_bytes: a header of many
+        small compressed frames cannot make one loads inflate more than that."""
+        limits = self.decoder.limits
+        left = limits.max_message_bytes - self.inflated
+        if left < limits.max_frame_bytes:
+            out = decompress(name, frame, left, writeable,
+                             f"the {left} bytes that earlier frames left of "
+                             f"Limits.max_message_bytes={limits.max_message_bytes}")
+        else:
+            out = decompress(name, frame, limits.max_frame_bytes, writeable)
+        self.inflated += nbytes(out)
+        return out
+
+    def inflate_payload(self, header: Header, frames: list[Frame]) -> tuple[Header,
+                                                                          list[Frame]]:
+        """A compressed payload's frames decompressed, and its header without
+        "compression" (so the family sees what it wrote)."""
+        compression = header.get(HEADER_COMPRESSION)
+        if compression is None:
+            return header, frames
+        out: list[Frame] = []
+        for name, frame in zip(compression_names(compression, len(frames)), frames):
+            out.append(frame if name is None else self.inflate(name, frame, True))
+        return {key: value for key, value in header.items() if key != HEADER_COMPRESSION}, out
 
     def frame_at(self, ref: Any) -> Frame:
         """The payload frame a ref names: inline bytes, an index, or [start, count] pieces.
@@ -352,6 +380,7 @@ class DecodeState:
     def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
+            header, frames = self.inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
@@ -364,6 +393,7 @@ class DecodeState:
             if header.get(HEADER_SERIALIZER) != PICKLE:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
+            header, frames = self.inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         # Never unpickled here: forwarded as it arrived.

@@ -193,3 +193,19 @@ def test_decoder_with_safe_deserializers_reads_compressed_bytes(without_lz4: Non
                            compression="zlib")
     out: Any = Decoder(deserializers=fastser.SAFE_DESERIALIZERS).loads(frames)
     assert out == {"b": COMPRESSIBLE, "raw": COMPRESSIBLE}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decompression_is_bounded_per_message_too(name: str) -> None:
+    zeros = b"\0" * 1_500_000
+    limits = Limits(max_frame_bytes=2_000_000, max_message_bytes=4_000_000)
+    for wrap in (Serialize, lambda data: data):
+        one = fastser.dumps({"a": wrap(zeros)}, compression=name)
+        assert fastser.loads(one, limits=limits)["a"] == zeros
+        three = fastser.dumps([wrap(zeros), wrap(zeros), wrap(zeros)], compression=name)
+        assert sum(memoryview(f).nbytes for f in three) < 100_000
+        with pytest.raises(DeserializationError, match="left of Limits.max_message_bytes"):
+            fastser.loads(three, limits=limits)
+    # Forwarding does not decompress Serialize payloads, so it is not bounded by them.
+    three = fastser.dumps([Serialize(zeros)] * 3, compression=name)
+    assert len(fastser.loads(three, deserialize=False, limits=limits)) == 3
