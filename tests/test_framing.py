@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import given, settings, strategies as st
 from streams import peak_allocation
-from strategies import examples
+from strategies import examples, rounds
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
@@ -237,3 +237,40 @@ def test_pending() -> None:
     assert not reader.pending
     assert as_bytes(reader.feed(pack_frames([b"x"]) + packed[:9])) == [[b"x"]]
     assert reader.pending
+
+
+def test_mutated_streams_give_frame_errors_or_messages_within_bounded_memory() -> None:
+    import random
+
+    rng = random.Random(99)
+    good = b"".join(pack_frames(frames) for frames in (
+        [b"header", b"x" * 1000], [b"h2"], [b"h3", b"", b"y" * 70_000, b"z" * 10]))
+    tried = 0
+
+    def mutate_and_read() -> None:
+        nonlocal tried
+        for _ in range(rounds(2_000, 100_000)):
+            data = bytearray(good)
+            for _ in range(rng.randint(1, 4)):
+                pos = rng.randrange(len(data))
+                if rng.random() < 0.6:
+                    data[pos] = rng.randrange(256)
+                else:
+                    data[pos:pos] = struct.pack("<Q", rng.choice(
+                        [0, 1, 2**20, 2**30, 2**32, 2**62, rng.getrandbits(64)]))
+            tried += 1
+            reader = FrameReader()
+            try:
+                for start in range(0, len(data), 4096):
+                    for message in reader.feed(data[start:start + 4096]):
+                        assert all(type(frame) is memoryview for frame in message)
+            except FrameError:
+                pass
+            try:
+                unpack_frames(bytes(data))
+            except FrameError:
+                pass
+
+    # Nothing beyond the bytes given: a mutated length cannot make either reserve more.
+    assert peak_allocation(mutate_and_read) < 4 * len(good)
+    assert tried >= 2_000
