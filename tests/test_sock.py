@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_frames
+from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
                      compressed_messages, owner_of, peak_allocation, rss_bytes, small_message)
 
@@ -320,3 +321,36 @@ def test_small_frames_are_joined_and_large_ones_left_alone() -> None:
     assert [buf.obj is large for buf in buffers].count(True) == 1  # a view, not a copy
     assert all(buf.nbytes < 2 * COALESCE_BYTES for buf in buffers)
     assert len(buffers) < 6  # 52 small frames and the prelude in a few runs
+
+
+def test_mutated_streams_give_only_fastser_errors_or_messages() -> None:
+    import random
+
+    from fastser import DeserializationError, SAFE_DESERIALIZERS
+
+    rng = random.Random(7)
+    safe = Decoder(deserializers=SAFE_DESERIALIZERS)
+    good = b"".join(pack_frames(dumps(msg)) for msg in (
+        small_message(1), {"k": ("t", {1}), "b": b"q" * 70_000}, [1.5, None, 2**70]))
+    outcomes = {"messages": 0, "errors": 0}
+    for _ in range(rounds(200, 5_000)):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(len(data))
+            if rng.random() < 0.7:
+                data[pos] = rng.randrange(256)
+            else:
+                data[pos:pos] = struct.pack("<Q", rng.choice([2**31, 2**40, rng.getrandbits(64)]))
+        with loopback() as (client, server):
+            client.sendall(data)
+            client.close()
+            while True:
+                try:
+                    recv_msg(server, safe)
+                    outcomes["messages"] += 1
+                except EOFError:
+                    break  # a clean end between messages
+                except DeserializationError:  # FrameError included
+                    outcomes["errors"] += 1
+                    break  # the stream is unusable after an error
+    assert outcomes["errors"] > 0 and outcomes["messages"] > 0
