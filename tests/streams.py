@@ -1,6 +1,7 @@
 """Helpers shared by the stream tests (test_sock, test_aio, test_framing): messages, cut
 and hostile streams, and how to see where received memory lives and what was allocated."""
 
+import random
 import struct
 import tracemalloc
 from collections.abc import Callable
@@ -85,3 +86,17 @@ HOSTILE = [
     (struct.pack("<QQ", 1, 2**62), "frame 0 of 1 .*max_frame_bytes=1073741824"),
     (struct.pack("<6Q", 5, *[2**30] * 5), "max_message_bytes=4294967296"),
 ]
+
+
+def mutated(rng: random.Random, good: bytes) -> bytearray:
+    """`good` with one to four mutations: a byte flipped, or a uint64 (often a hostile
+    length) inserted."""
+    data = bytearray(good)
+    for _ in range(rng.randint(1, 4)):
+        pos = rng.randrange(len(data))
+        if rng.random() < 0.6:
+            data[pos] = rng.randrange(256)
+        else:
+            data[pos:pos] = struct.pack("<Q", rng.choice(
+                [0, 1, 2**20, 2**30, 2**31, 2**32, 2**40, 2**62, rng.getrandbits(64)]))
+    return data

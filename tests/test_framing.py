@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from streams import peak_allocation
+from streams import mutated, peak_allocation
 from strategies import examples, rounds
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
@@ -250,14 +250,7 @@ def test_mutated_streams_give_frame_errors_or_messages_within_bounded_memory() -
     def mutate_and_read() -> None:
         nonlocal tried
         for _ in range(rounds(2_000, 100_000)):
-            data = bytearray(good)
-            for _ in range(rng.randint(1, 4)):
-                pos = rng.randrange(len(data))
-                if rng.random() < 0.6:
-                    data[pos] = rng.randrange(256)
-                else:
-                    data[pos:pos] = struct.pack("<Q", rng.choice(
-                        [0, 1, 2**20, 2**30, 2**32, 2**62, rng.getrandbits(64)]))
+            data = mutated(rng, good)
             tried += 1
             reader = FrameReader()
             try:

@@ -20,7 +20,8 @@ import pytest
 from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_frames
 from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
-                     compressed_messages, owner_of, peak_allocation, rss_bytes, small_message)
+                     compressed_messages, mutated, owner_of, peak_allocation, rss_bytes,
+                     small_message)
 
 from fastser.sock import (COALESCE_BYTES, MAX_IOV, MMAP_BYTES, coalesce, recv_msg, send_msg,
                          sendall_each, sendmsg_all)
@@ -334,13 +335,7 @@ def test_mutated_streams_give_only_fastser_errors_or_messages() -> None:
         small_message(1), {"k": ("t", {1}), "b": b"q" * 70_000}, [1.5, None, 2**70]))
     outcomes = {"messages": 0, "errors": 0}
     for _ in range(rounds(200, 5_000)):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 3)):
-            pos = rng.randrange(len(data))
-            if rng.random() < 0.7:
-                data[pos] = rng.randrange(256)
-            else:
-                data[pos:pos] = struct.pack("<Q", rng.choice([2**31, 2**40, rng.getrandbits(64)]))
+        data = mutated(rng, good)
         with loopback() as (client, server):
             client.sendall(data)
             client.close()
