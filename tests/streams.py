@@ -100,3 +100,10 @@ def mutated(rng: random.Random, good: bytes) -> bytearray:
             data[pos:pos] = struct.pack("<Q", rng.choice(
                 [0, 1, 2**20, 2**30, 2**31, 2**32, 2**40, 2**62, rng.getrandbits(64)]))
     return data
+
+
+def stream_to_mutate() -> bytes:
+    """Three messages in a row (a tuple, a set, a big int, out-of-band bytes), for the
+    adapters' mutation tests."""
+    return b"".join(pack_frames(dumps(msg)) for msg in (
+        small_message(1), {"k": ("t", {1}), "b": b"q" * 70_000}, [1.5, None, 2**70]))

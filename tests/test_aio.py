@@ -15,8 +15,10 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 import pytest
+from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
-                     compressed_messages, owner_of, small_message)
+                     compressed_messages, mutated, owner_of, small_message,
+                     stream_to_mutate)
 
 from fastser import Decoder, Encoder, FrameError, Limits, dumps, pack_frames
 from fastser.aio import read_msg, write_msg
@@ -327,3 +329,35 @@ def test_valid_huge_prelude_allocates_only_what_arrives() -> None:
                 pair, Decoder(), "header frame .*: 1000 of the 3221225472")
 
     assert run(scenario()) < MiB
+
+
+def test_mutated_streams_give_only_fastser_errors_or_messages() -> None:
+    import random
+
+    from fastser import SAFE_DESERIALIZERS, DeserializationError
+
+    rng = random.Random(11)
+    safe = Decoder(deserializers=SAFE_DESERIALIZERS)
+    good = stream_to_mutate()
+    outcomes = {"messages": 0, "errors": 0}
+
+    async def one_stream(data: bytes) -> None:
+        async with loopback() as pair:
+            pair.client_writer.write(data)
+            await close(pair.client_writer)
+            while True:
+                try:
+                    await read_msg(pair.server_reader, safe)
+                    outcomes["messages"] += 1
+                except EOFError:
+                    return  # a clean end between messages
+                except DeserializationError:  # FrameError included
+                    outcomes["errors"] += 1
+                    return  # the stream is unusable after an error
+
+    async def scenario() -> None:
+        for _ in range(rounds(100, 2_000)):
+            await one_stream(bytes(mutated(rng, good)))
+
+    asyncio.run(asyncio.wait_for(scenario(), 10 * TIMEOUT))
+    assert outcomes["errors"] > 0 and outcomes["messages"] > 0

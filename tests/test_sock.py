@@ -21,7 +21,7 @@ from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_fra
 from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
                      compressed_messages, mutated, owner_of, peak_allocation, rss_bytes,
-                     small_message)
+                     small_message, stream_to_mutate)
 
 from fastser.sock import (COALESCE_BYTES, MAX_IOV, MMAP_BYTES, coalesce, recv_msg, send_msg,
                          sendall_each, sendmsg_all)
@@ -331,8 +331,7 @@ def test_mutated_streams_give_only_fastser_errors_or_messages() -> None:
 
     rng = random.Random(7)
     safe = Decoder(deserializers=SAFE_DESERIALIZERS)
-    good = b"".join(pack_frames(dumps(msg)) for msg in (
-        small_message(1), {"k": ("t", {1}), "b": b"q" * 70_000}, [1.5, None, 2**70]))
+    good = stream_to_mutate()
     outcomes = {"messages": 0, "errors": 0}
     for _ in range(rounds(200, 5_000)):
         data = mutated(rng, good)
