@@ -239,7 +239,7 @@ def test_pending() -> None:
     assert reader.pending
 
 
-def test_mutated_streams_give_frame_errors_or_messages_within_bounded_memory() -> None:
+def test_mutated_streams_give_frame_errors_or_messages_in_bounded_memory() -> None:
     import random
 
     rng = random.Random(99)
@@ -264,6 +264,9 @@ def test_mutated_streams_give_frame_errors_or_messages_within_bounded_memory() -
             except FrameError:
                 pass
 
-    # Nothing beyond the bytes given: a mutated length cannot make either reserve more.
-    assert peak_allocation(mutate_and_read) < 4 * len(good)
+    # A mutated length cannot make either reserve memory for bytes that are not there. What
+    # they do allocate is one memoryview object (~190 bytes) per frame, and a frame can be
+    # as small as its 8-byte length field: a stream mutated into thousands of empty frames
+    # costs ~25x its size (seen in the extended run), hence this bound, not 1x.
+    assert peak_allocation(mutate_and_read) < 40 * len(good)
     assert tried >= 2_000
