@@ -15,6 +15,10 @@ from ._types import Frame, byte_view, nbytes
 
 WORD: Final = 8  # bytes per uint64 in the prelude
 COUNT: Final = struct.Struct("<Q")
+# The I/O adapters join consecutive frames under this size into runs of about this size
+# before writing them (a cheap copy that saves a send call or an iovec per frame, and a
+# small TCP segment each). Larger frames are never copied.
+COALESCE_BYTES: Final = 64 * 2**10
 
 
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
@@ -30,6 +34,40 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
     parts: list[Frame] = [pack_frames_prelude(frames)]
     parts.extend(frames)
     return b"".join(parts)
+
+
+def coalesce(prelude: bytes, frames: list[Frame]) -> list[memoryview]:
+    """The prelude and non-empty frames as byte views, consecutive small ones joined into
+    runs of about COALESCE_BYTES."""
+    buffers: list[memoryview] = []
+    run: list[Frame] = [prelude]
+    run_bytes = len(prelude)
+    for frame in frames:
+        size = nbytes(frame)
+        if size == 0:
+            continue
+        if size >= COALESCE_BYTES:
+            if run:
+                buffers.append(join_run(run))
+                run = []
+                run_bytes = 0
+            buffers.append(byte_view(frame))  # zero-copy: a view of the caller's frame
+            continue
+        run.append(frame)
+        run_bytes += size
+        if run_bytes >= COALESCE_BYTES:
+            buffers.append(join_run(run))
+            run = []
+            run_bytes = 0
+    if run:
+        buffers.append(join_run(run))
+    return buffers
+
+
+def join_run(run: list[Frame]) -> memoryview:
+    if len(run) == 1:
+        return byte_view(run[0])
+    return memoryview(b"".join([byte_view(frame) for frame in run]))
 
 
 def check_count(count: int, limits: Limits) -> int:

@@ -13,17 +13,13 @@ from ._codec import DEFAULT_DECODER, DEFAULT_ENCODER
 from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import FrameError, chained
-from ._framing import (COUNT, WORD, check_count, check_lengths, frame_holding,
+from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_holding,
                        pack_frames_prelude, slice_frames)
-from ._types import Frame, byte_view, nbytes
 
 # write_msg waits for the transport to drain once this many bytes were handed to it (after
 # each frame of this size or more, at the latest), so the transport buffers about one large
 # frame at a time.
 DRAIN_BYTES: Final = 2**20
-# Consecutive frames under this size are joined into writes of about this size (a cheap copy
-# that saves a send call each); larger frames are handed to the transport as they are.
-COALESCE_BYTES: Final = 64 * 2**10
 
 
 async def write_msg(writer: asyncio.StreamWriter, msg: Any,
@@ -44,48 +40,18 @@ async def write_msg(writer: asyncio.StreamWriter, msg: Any,
     write_msg returns.
     """
     frames = (DEFAULT_ENCODER if encoder is None else encoder).dumps(msg)
-    prelude = pack_frames_prelude(frames)
-    written = len(prelude)
-    run: list[Frame] = [prelude]
-    run_bytes = len(prelude)
+    written = 0
     pending = 0  # bytes handed to the transport since the last drain
-    for frame in frames:
-        size = nbytes(frame)
-        if size == 0:
-            continue
-        written += size
-        if size < COALESCE_BYTES:
-            run.append(frame)
-            run_bytes += size
-            if run_bytes < COALESCE_BYTES:
-                continue
-            write_run(writer, run)
-            pending += run_bytes
-            run = []
-            run_bytes = 0
-        else:
-            if run:
-                write_run(writer, run)
-                pending += run_bytes
-                run = []
-                run_bytes = 0
-            # Not writelines: in Python 3.11 it joins its buffers into one bytes object.
-            writer.write(byte_view(frame))  # zero-copy: a view of the caller's frame
-            pending += size
+    for buffer in coalesce(pack_frames_prelude(frames), frames):
+        # Not writelines: in Python 3.11 it joins its buffers into one bytes object.
+        writer.write(buffer)  # large frames: a view of the caller's memory, not a copy
+        written += buffer.nbytes
+        pending += buffer.nbytes
         if pending >= DRAIN_BYTES:
             await writer.drain()
             pending = 0
-    if run:
-        write_run(writer, run)
     await writer.drain()
     return written
-
-
-def write_run(writer: asyncio.StreamWriter, run: list[Frame]) -> None:
-    if len(run) == 1:
-        writer.write(byte_view(run[0]))
-    else:
-        writer.write(b"".join([byte_view(frame) for frame in run]))
 
 
 async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = None) -> Any:

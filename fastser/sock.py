@@ -16,9 +16,8 @@ from ._codec import DEFAULT_DECODER, DEFAULT_ENCODER
 from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import FrameError, chained
-from ._framing import (COUNT, WORD, check_count, check_lengths, frame_holding,
+from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_holding,
                        pack_frames_prelude, slice_frames)
-from ._types import Frame, byte_view, nbytes
 
 
 def iov_max() -> int:
@@ -39,10 +38,6 @@ def iov_max() -> int:
 MAX_IOV: Final = iov_max()
 # Bytes handed to one send or recv call: 32-bit platforms and Windows take an int length.
 MAX_IO_BYTES: Final = 2**30
-# Consecutive frames under this size are joined into runs of about this size before sending
-# (a cheap copy that saves iovecs and, in the sendall fallback, one small TCP segment per
-# frame). Larger frames are never copied.
-COALESCE_BYTES: Final = 64 * 2**10
 # Messages under this size are received into a bytearray; larger ones into an anonymous
 # mmap, whose pages are committed only as data arrives, so a prelude that passes the Limits
 # does not make us touch gigabytes before the bytes exist.
@@ -68,40 +63,6 @@ def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -
     if sys.platform != "win32" and HAS_SENDMSG:
         return sendmsg_all(sock, buffers, MAX_IOV, MAX_IO_BYTES)
     return sendall_each(sock, buffers, MAX_IO_BYTES)
-
-
-def coalesce(prelude: bytes, frames: list[Frame]) -> list[memoryview]:
-    """The prelude and non-empty frames as byte views, consecutive small ones joined into
-    runs of about COALESCE_BYTES."""
-    buffers: list[memoryview] = []
-    run: list[Frame] = [prelude]
-    run_bytes = len(prelude)
-    for frame in frames:
-        size = nbytes(frame)
-        if size == 0:
-            continue
-        if size >= COALESCE_BYTES:
-            if run:
-                buffers.append(join_run(run))
-                run = []
-                run_bytes = 0
-            buffers.append(byte_view(frame))  # zero-copy: a view of the caller's frame
-            continue
-        run.append(frame)
-        run_bytes += size
-        if run_bytes >= COALESCE_BYTES:
-            buffers.append(join_run(run))
-            run = []
-            run_bytes = 0
-    if run:
-        buffers.append(join_run(run))
-    return buffers
-
-
-def join_run(run: list[Frame]) -> memoryview:
-    if len(run) == 1:
-        return byte_view(run[0])
-    return memoryview(b"".join([byte_view(frame) for frame in run]))
 
 
 def sendmsg_all(sock: socket.socket, buffers: list[memoryview], max_iov: int,

@@ -107,3 +107,16 @@ def stream_to_mutate() -> bytes:
     adapters' mutation tests."""
     return b"".join(pack_frames(dumps(msg)) for msg in (
         small_message(1), {"k": ("t", {1}), "b": b"q" * 70_000}, [1.5, None, 2**70]))
+
+
+def check_large_arrays(msg: Any, sent: int) -> None:
+    """The 1 MiB and 200 MiB arrays of the adapters' large transfer arrived whole (a few
+    slices and a sum: cheap)."""
+    assert msg["tag"] == "two arrays"
+    assert sent > 201 * MiB
+    for array, items in ((msg["small"], SMALL_ITEMS), (msg["big"], BIG_ITEMS)):
+        assert array.dtype == np.float64 and array.shape == (items,)
+        for start in (0, items // 3, items - 1000):
+            assert np.array_equal(array[start:start + 1000],
+                                  np.arange(start, start + 1000, dtype=np.float64))
+        assert array.sum() == items * (items - 1) / 2

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
+                     check_large_arrays,
                      compressed_messages, mutated, owner_of, small_message,
                      stream_to_mutate)
 
@@ -207,15 +208,7 @@ def large() -> Iterator[LargeTransfer]:
 
 @pytest.mark.large
 def test_large_arrays_arrive_equal(large: LargeTransfer) -> None:
-    small, big = large.msg["small"], large.msg["big"]
-    assert large.msg["tag"] == "two arrays"
-    assert large.sent > 201 * MiB
-    for array, items in ((small, SMALL_ITEMS), (big, BIG_ITEMS)):
-        assert array.dtype == np.float64 and array.shape == (items,)
-        for start in (0, items // 3, items - 1000):  # a few slices and a sum: cheap
-            assert np.array_equal(array[start:start + 1000],
-                                  np.arange(start, start + 1000, dtype=np.float64))
-        assert array.sum() == items * (items - 1) / 2
+    check_large_arrays(large.msg, large.sent)
 
 
 @pytest.mark.large
