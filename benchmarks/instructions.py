@@ -52,7 +52,8 @@ def workload(name: str) -> tuple[Callable[[], Any], int]:
         if name == "W4 pickle.dumps per task":
             def per_task() -> None:
                 for task in tasks:
-                    pickle.dumps(task, protocol=5, buffer_callback=[].append)
+                    buffers: list[pickle.PickleBuffer] = []
+                    pickle.dumps(task, protocol=5, buffer_callback=buffers.append)
             return per_task, 1000
         graph = {"tasks": {f"k{i}": fastser.Serialize(t) for i, t in enumerate(tasks)}}
         return (lambda: fastser.dumps(graph)), 1000
