@@ -5,6 +5,9 @@ from typing import Any, Final
 
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
 # million frames), small enough that a hostile 24-byte prelude cannot reserve more.
+# max_frames also bounds the one cost that input size does not: each received frame is a
+# memoryview object (under 256 bytes) while its length field is 8 bytes, so a stream of
+# empty frames costs ~25x its size, at most ~200 MiB at the default (tests/test_framing.py).
 DEFAULT_MAX_FRAMES: Final = 1_048_576
 DEFAULT_MAX_FRAME_BYTES: Final = 2**30
 DEFAULT_MAX_MESSAGE_BYTES: Final = 2**32

@@ -270,3 +270,18 @@ def test_mutated_streams_give_frame_errors_or_messages_in_bounded_memory() -> No
     # costs ~25x its size (seen in the extended run), hence this bound, not 1x.
     assert peak_allocation(mutate_and_read) < 40 * len(good)
     assert tried >= 2_000
+
+
+@pytest.mark.parametrize("length", [0, 1])
+def test_tiny_frames_cost_one_view_each_and_no_more(length: int) -> None:
+    # The one allocation that outgrows the input: a memoryview object per frame, which the
+    # contract's list[memoryview] makes unavoidable, bounded by Limits.max_frames.
+    count = 20_000
+    data = pack_frames([b"x" * length] * count)
+    per_frame = 256
+    unpacked = peak_allocation(lambda: unpack_frames(data))
+    assert unpacked < per_frame * count
+    read = peak_allocation(lambda: FrameReader().feed(data))
+    assert read < len(data) + per_frame * count  # the reader also holds the bytes it was fed
+    with pytest.raises(FrameError, match="max_frames=1000"):
+        unpack_frames(data, limits=Limits(max_frames=1000))
