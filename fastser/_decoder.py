@@ -115,7 +115,8 @@ class Decoder:
             raise
         except Exception as exc:
             raise chained(DeserializationError(
-                f"corrupt header frame: {type(exc).__name__}: {exc}"), exc)
+                f"corrupt header frame (frame 0, {size} bytes): {type(exc).__name__}: {exc}"),
+                exc)
         if state.marks:
             raise DeserializationError(
                 "a tuple or set mark stands elsewhere than first in an array")
@@ -144,7 +145,7 @@ class Decoder:
         for index, frame in enumerate(frames):
             if type(frame) is not bytes and type(frame) is not bytearray and type(frame) is not memoryview:
                 raise DeserializationError(
-                    f"frame {index} is a {type(frame).__qualname__}, not a bytes-like frame")
+                    f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
             size = nbytes(frame)
             if size > limits.max_frame_bytes:
                 raise DeserializationError(
@@ -200,6 +201,20 @@ def deeper_than(obj: object, budget: int, keys: bool) -> bool:
     return False
 
 
+def where(refs: list[Any]) -> str:
+    """Where a payload's frames are, for an error message: "in frames 2, 3..5"."""
+    places = []
+    for ref in refs:
+        if type(ref) is int:
+            places.append(str(ref))
+        elif type(ref) is list and len(ref) == 2:
+            places.append(f"{ref[0]}..{ref[0] + ref[1] - 1}")
+    if not places:
+        return "inline in the header" if refs else "without frames"
+    inline = " and inline in the header" if len(places) < len(refs) else ""
+    return f"in frame{'s' if len(places) > 1 else ''} {', '.join(places)}{inline}"
+
+
 class DecodeState:
     """What one loads call needs inside msgpack's ext_hook."""
 
@@ -224,9 +239,13 @@ class DecodeState:
         self.marks -= 1
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
             header, frames = self.record_parts(items)
-            if first is SERIALIZED_MARK:
-                return self.open_serialized(header, frames)
-            return self.open_pickled(header, frames)
+            try:
+                if first is SERIALIZED_MARK:
+                    return self.open_serialized(header, frames)
+                return self.open_pickled(header, frames)
+            except DeserializationError as exc:
+                raise chained(DeserializationError(f"{exc} (the payload {where(items[2])})"),
+                              exc)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -324,14 +343,17 @@ class DecodeState:
         count = len(self.frames)
         if type(ref) is int:
             if not 0 < ref < count:
-                raise DeserializationError(f"frame index {ref} out of range (1..{count - 1})")
+                raise DeserializationError(
+                    f"the header names payload frame {ref}, but the message has "
+                    f"{count} frames (0 is the header)")
             self.claim(ref, 1)
             return self.frames[ref]
         if type(ref) is list and len(ref) == 2 and type(ref[0]) is int and type(ref[1]) is int:
             start, pieces = ref[0], ref[1]
             if not (0 < start and 0 < pieces and start + pieces <= count):
                 raise DeserializationError(
-                    f"frame range [{start}, {start}+{pieces}) out of range (1..{count - 1})")
+                    f"the header names {pieces} pieces from payload frame {start}, but the "
+                    f"message has {count} frames (0 is the header)")
             self.claim(start, pieces)
             parts = self.frames[start:start + pieces]
             size = 0

@@ -253,3 +253,24 @@ def test_random_mutations_raise_only_deserialization_error() -> None:
                 decoder.loads([bytes(data)])
             except DeserializationError:
                 pass
+
+
+def test_errors_say_what_and_where() -> None:
+    frames = fastser.dumps({"a": [Serialize(b"x" * 70_000)], "p": ToPickle(5)})
+    with pytest.raises(DeserializationError,
+                       match=r"header names payload frame 1, but the message has 1 frames"):
+        SAFE.loads(frames[:1])
+    with pytest.raises(DeserializationError,
+                       match=r"corrupt header frame \(frame 0, \d+ bytes\)"):
+        SAFE.loads([bytes(frames[0])[:-3]] + frames[1:])
+    with pytest.raises(DeserializationError, match=r"frame 1 is of type int, not a bytes-like"):
+        SAFE.loads([frames[0], 5])  # type: ignore[list-item]  # the point: not a frame
+    # A payload that cannot be opened names its frames: the scheduler's log then says which.
+    refuse = fastser.Decoder(deserializers=("msgpack",))
+    with pytest.raises(DeserializationError,
+                       match=r"family 'dispatch' refused.*\(the payload in frame 1\)"):
+        refuse.loads(frames)
+    with pytest.raises(DeserializationError,
+                       match=r"family 'pickle' refused.*\(the payload inline in the header\)"):
+        fastser.Decoder(deserializers=("dispatch", "msgpack")).loads(
+            fastser.dumps(Serialize(5), serializers=("pickle",)))
