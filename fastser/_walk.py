@@ -13,6 +13,10 @@ class Extractor:
     def __init__(self, bytes_threshold: int) -> None:
         self.bytes_threshold = bytes_threshold
         self.extracted: dict[tuple[Any, ...], Any] = {}
+        # Paths of the bytes-likes extracted while only bytes-likes were: the usual case,
+        # where the set is built from the dict at the end, reusing its stored hashes
+        # (hashing the path tuples again was a fifth of the walk).
+        self.only_bytes = True
         self.bytes_paths: set[tuple[Any, ...]] = set()
         # The path of the container being walked, as a tuple: rebuilt once per container
         # entered, so a removed value's path costs one tuple concatenation.
@@ -27,9 +31,13 @@ class Extractor:
             if size < self.bytes_threshold:
                 return False
             path = self.prefix + (key,)
-            self.bytes_paths.add(path)
+            if not self.only_bytes:
+                self.bytes_paths.add(path)
         elif isinstance(value, (Serialize, Serialized, ToPickle, Pickled)):
             path = self.prefix + (key,)
+            if self.only_bytes:
+                self.only_bytes = False
+                self.bytes_paths = set(self.extracted)
         else:
             return False
         self.extracted[path] = value
@@ -85,9 +93,10 @@ def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
     if extractor.take("", msg):
         # The message itself is a payload: nothing is left of it, and its path is ().
         value = extractor.extracted.pop(("",))
-        extractor.extracted[()] = value
-        if ("",) in extractor.bytes_paths:
-            extractor.bytes_paths.discard(("",))
-            extractor.bytes_paths.add(())
-        return None, extractor.extracted, extractor.bytes_paths
-    return extractor.walk(msg), extractor.extracted, extractor.bytes_paths
+        kind = type(value)
+        paths = {()} if kind is bytes or kind is bytearray or kind is memoryview else set()
+        return None, {(): value}, paths
+    out = extractor.walk(msg)
+    if extractor.only_bytes:
+        extractor.bytes_paths = set(extractor.extracted)
+    return out, extractor.extracted, extractor.bytes_paths

@@ -33,3 +33,12 @@ def test_threshold_and_bytes_likes() -> None:
 def test_top_level_payload() -> None:
     s = Serialize(1)
     assert extract_serialize(s) == (None, {(): s}, set())
+
+
+def test_bytes_paths_before_and_after_a_wrapper() -> None:
+    s = Serialize(1)
+    plain, extracted, byte_paths = extract_serialize(
+        [b"x" * 10, {"s": s, "late": bytearray(10)}, b"y" * 10], bytes_threshold=5)
+    assert plain == [None, {}, None] and extracted[(1, "s")] is s
+    assert byte_paths == {(0,), (1, "late"), (2,)}
+    assert extract_serialize(b"z" * 10, bytes_threshold=5) == (None, {(): b"z" * 10}, {()})
