@@ -5,6 +5,7 @@ compares, and the shared library has the stable in-package name fastser._native)
 every module with hot code. Left interpreted, each for a reason:
   __init__.py  the facade: re-exports, and the COMPILED flag must look at a compiled module
   _facade.py   public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
+  sock.py, aio.py  the same for the adapters' public functions (the work is in _sock, _aio)
   _errors.py   exceptions with two built-in bases, which native classes cannot have
   _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
   _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called once per split frame
@@ -32,8 +33,8 @@ COMPILED_MODULES = [
     "fastser/_decoder.py",
     "fastser/_codec.py",
     "fastser/_framing.py",
-    "fastser/sock.py",
-    "fastser/aio.py",
+    "fastser/_sock.py",
+    "fastser/_aio.py",
 ]
 
 

@@ -36,7 +36,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
         ("dispatch", "pickle")). Objects that are not message types are pickled when
         "pickle" is among them, and refused otherwise.
     on_error: "raise" (SerializationError) or "message" (the payload becomes an "error"
-        record that raises DeserializationError on receipt).
+        record that raises DeserializationError on receipt). Applies to Serialize and
+        ToPickle payloads and to the pickle fallback alike.
     context: passed to every family's dumps as it is.
     frame_split_size: payload frames larger than this are split into views (no copy);
         loads joins them, without a copy when they arrive adjacent in one buffer.
@@ -53,8 +54,11 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
 
     Raises
     ------
-    SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2].
-    ValueError for an unknown compression, or one whose package is not installed.
+    SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2],
+    and for a message nested deeper than Limits().max_depth (256).
+    ValueError for an unknown serializer family, on_error value or compression, a
+    compression whose package is not installed, or a frame_split_size that is not a
+    positive int; TypeError for serializers given as one str.
     """
     if (serializers is None and on_error == "raise" and context is None
             and frame_split_size == DEFAULT_SPLIT_SIZE and compression is None):
@@ -75,7 +79,8 @@ def loads(frames: Sequence[Frame], *, deserialize: bool = True,
         pickled ones as Pickled, as they arrived; dumps forwards them unchanged.
     deserializers: the families allowed to run (default: all registered). Without
         "pickle", nothing is ever unpickled: pickled payloads come back as Pickled.
-    limits: bounds on frame count and sizes (default Limits()).
+    limits: bounds on frame count, frame and message sizes, header size and nesting depth
+        (default Limits()).
 
     Returns
     -------
@@ -84,7 +89,11 @@ def loads(frames: Sequence[Frame], *, deserialize: bool = True,
 
     Raises
     ------
-    DeserializationError for bad, truncated, hostile or refused input.
+    DeserializationError for bad, truncated, hostile or refused input: a frame list beyond
+    limits, a corrupt header, a Serialize payload whose family is not in deserializers or
+    fails.
+    ValueError for an unknown family in deserializers; TypeError for deserializers given as
+    one str.
     """
     if deserialize and deserializers is None and limits is None:
         return _DEFAULT_DECODER.loads(frames)
@@ -97,9 +106,24 @@ def serialize(obj: Any, serializers: Optional[Sequence[str]] = None, *,
               context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
     """Serialize one object with the first family that takes it.
 
-    Returns (header, frames); header["serializer"] names the family. Frames may alias the
-    object's memory. Raises SerializationError naming the type when no family takes it
-    (or returns an "error" record with on_error="message").
+    Parameters
+    ----------
+    obj: the object. A Serialized or Pickled is returned as it is; a Serialize is
+        unwrapped; a ToPickle is pickled whatever serializers says.
+    serializers: the families to try, in order (default ("dispatch", "pickle")); a
+        family's dumps raises NotImplementedError to pass the object on.
+    on_error: "raise", or "message" to return an "error" record instead of raising.
+    context: passed to every family's dumps as it is.
+
+    Returns
+    -------
+    (header, frames); header["serializer"] names the family. Frames may alias the
+    object's memory (numpy arrays, bytes-likes, pickle buffers): no copy.
+
+    Raises
+    ------
+    SerializationError naming the type when no family takes it (unless on_error is
+    "message"). ValueError for an unknown family or on_error value.
     """
     return _serialize.serialize(obj, serializers, on_error=on_error, context=context)
 
@@ -108,11 +132,21 @@ def deserialize(header: Header, frames: list[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
     """Rebuild one object from (header, frames) with the family header["serializer"] names.
 
-    Frames that header["compression"] names are decompressed first (each at most
-    Limits().max_frame_bytes).
+    Parameters
+    ----------
+    header: the header serialize returned (or a Serialized's header).
+    frames: its frames. Frames that header["compression"] names are decompressed first
+        (each at most Limits().max_frame_bytes).
+    deserializers: the families allowed to run (default: all registered families).
 
-    Raises DeserializationError when that family is not in deserializers (default: all
-    registered families) or fails, or a frame does not decompress.
+    Returns
+    -------
+    The object. A numpy array is a view of its frame (no copy) unless it was compressed.
+
+    Raises
+    ------
+    DeserializationError when the family is unknown, not in deserializers, or fails
+    (whatever it raised is the cause), or a frame does not decompress.
     """
     return _serialize.deserialize(header, frames, deserializers)
 
@@ -121,10 +155,22 @@ def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
                       ) -> tuple[Any, dict[tuple[Any, ...], Any], set[tuple[Any, ...]]]:
     """Split a message into its plain part and its payloads (the seed design's walk).
 
-    Returns a copy of msg without wrappers and bytes-likes of at least bytes_threshold
-    bytes (a dict loses the key, a list or tuple keeps None in the slot), a dict from path
-    (tuple of keys and indices) to each removed object, and the set of paths that were
-    plain bytes-likes. Descends into exact dict, list and tuple; does not modify msg.
+    Parameters
+    ----------
+    msg: a message. The walk descends into exact dict, list and tuple; it does not modify
+        msg.
+    bytes_threshold: bytes-likes of at least this many bytes are taken out.
+
+    Returns
+    -------
+    (plain, payloads, bytes_paths): a copy of msg without wrappers (all four kinds) and
+    large bytes-likes (a dict loses the key, a list or tuple keeps None in the slot); a dict
+    from path (a tuple of keys and indices) to each removed object, the object itself (no
+    copy); and the set of paths that were plain bytes-likes.
+
+    Raises
+    ------
+    Nothing of its own: it only walks containers.
     """
     return _walk.extract_serialize(msg, bytes_threshold=bytes_threshold)
 
@@ -134,44 +180,126 @@ def register_serialization(cls: type, serialize_fn: Callable[[Any], tuple[Header
                            name: Optional[str] = None) -> None:
     """Register per-type functions with the "dispatch" family.
 
-    serialize_fn(obj) -> (header, frames); deserialize_fn(header, frames) -> obj. Looked up
-    by exact type on the way out and by name (default "module.QualName") on the way in.
+    Parameters
+    ----------
+    cls: the type, looked up by exact type on the way out (subclasses are not covered).
+    serialize_fn: serialize_fn(obj) -> (header, frames); frames may alias obj's memory.
+    deserialize_fn: deserialize_fn(header, frames) -> obj.
+    name: the name sent in the header and looked up on the way in (default
+        "module.QualName" of cls). It is part of the wire format between the two ends.
+
+    Returns
+    -------
+    None. A later registration of the same type or name replaces the earlier one.
+
+    Raises
+    ------
+    Nothing at registration; errors of the functions surface in dumps/loads.
     """
     _registry.register_serialization(cls, serialize_fn, deserialize_fn, name=name)
 
 
 def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
-    """Call register() the first time a type of toplevel_module is serialized, or a
-    dispatch name under it is received, so that module is imported only when used."""
+    """Defer a registration until the module it concerns is used.
+
+    Parameters
+    ----------
+    toplevel_module: a top-level module name, e.g. "numpy".
+    register: called (once) the first time an object of a type from that module is
+        serialized through "dispatch", or a dispatch name under it is received, so that the
+        module is imported only when used.
+
+    Returns
+    -------
+    None.
+
+    Raises
+    ------
+    Nothing at registration; what register() raises surfaces in dumps/loads.
+    """
     _registry.register_serialization_lazy(toplevel_module, register)
 
 
 def register_serialization_family(
         name: str, dumps: Callable[[Any, Optional[Mapping[str, Any]]], tuple[Header, list[Frame]]],
         loads: Callable[[Header, list[Frame]], Any]) -> None:
-    """Register a serializer family: dumps(obj, context) -> (header, frames), raising
-    NotImplementedError to pass; loads(header, frames) -> obj."""
+    """Register a serializer family under a name usable in serializers/deserializers.
+
+    Parameters
+    ----------
+    name: the family's name, sent as header["serializer"].
+    dumps: dumps(obj, context) -> (header, frames); raises NotImplementedError to pass
+        the object to the next family. context is the caller's mapping or None.
+    loads: loads(header, frames) -> obj.
+
+    Returns
+    -------
+    None. Registering an existing name replaces that family.
+
+    Raises
+    ------
+    Nothing at registration.
+    """
     _registry.register_serialization_family(name, dumps, loads)
 
 
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
-    """The prelude for frames: their count, then each length in bytes, as little-endian
-    uint64s. Write it and then the frames themselves for a scatter-gather send (no join)."""
+    """The prelude for frames: their count, then each length in bytes.
+
+    Parameters
+    ----------
+    frames: the frames of one message (as dumps returns them): bytes, bytearray or
+        memoryview objects. Other objects are not checked; their len() is taken as their
+        size, which is wrong for a numpy array or a str.
+
+    Returns
+    -------
+    8 * (1 + len(frames)) bytes of little-endian uint64s. Write it and then the frames
+    themselves for a scatter-gather send (no join, no copy of the frames).
+
+    Raises
+    ------
+    TypeError if a frame has no len().
+    """
     return _framing.pack_frames_prelude(frames)
 
 
 def pack_frames(frames: Sequence[Frame]) -> bytes:
-    """The prelude followed by all frames, joined into one bytes object (copies every frame;
-    for large frames prefer pack_frames_prelude and a scatter-gather write)."""
+    """The prelude followed by all frames, joined into one bytes object.
+
+    Parameters
+    ----------
+    frames: the frames of one message (as dumps returns them): bytes, bytearray or
+        memoryview objects.
+
+    Returns
+    -------
+    bytes that unpack_frames or a FrameReader reads back. Every frame is copied; for large
+    frames prefer pack_frames_prelude and a scatter-gather write.
+
+    Raises
+    ------
+    TypeError if a frame is not a bytes-like object.
+    """
     return _framing.pack_frames(frames)
 
 
 def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
     """The frames of the one message in buf, as 1-d byte memoryviews.
 
-    Returns views into buf (no copy): they alias its memory, writeable when buf is.
-    Raises FrameError unless buf holds exactly one complete message within limits
-    (default Limits()); counts and lengths are checked before anything is allocated.
+    Parameters
+    ----------
+    buf: bytes written by pack_frames (one message, nothing more).
+    limits: bounds on the frame count and sizes (default Limits()).
+
+    Returns
+    -------
+    A list of views into buf (no copy): they alias its memory, writeable when buf is.
+
+    Raises
+    ------
+    FrameError unless buf holds exactly one complete message within limits; counts and
+    lengths are checked before anything is allocated.
     """
     return _framing.unpack_frames(buf, limits=limits)
 
@@ -193,18 +321,25 @@ CLASS_DOCS: dict[type, str] = {
     A reusable dumps with fixed options; .dumps(msg) -> list of frames (see fastser.dumps).
     default(obj), if given, is tried for objects that are neither message types nor
     wrappers, before the pickle fallback; it returns a replacement (a wrapper, say) or
-    raises NotImplementedError. Safe to share between threads.""",
+    raises NotImplementedError. Options are checked here: ValueError (TypeError for
+    serializers given as one str) as for dumps. Safe to share between threads.""",
     Decoder: """Decoder(*, deserialize=True, deserializers=None, limits=None,
     open_pickled=False, serialized_factory=None)
 
     A reusable loads with fixed options; .loads(frames) -> message (see fastser.loads).
     open_pickled: with deserialize=False, still unpickle ToPickle/Pickled payloads when
     "pickle" is allowed. serialized_factory(header, frames) builds what a kept Serialize
-    payload becomes (default Serialized). Safe to share between threads.""",
+    payload becomes (default Serialized). Options are checked here: ValueError
+    (TypeError for deserializers given as one str) as for loads. Safe to share between
+    threads.""",
     Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
     max_header_bytes=64 MiB, max_depth=256)
 
-    Bounds that loads, every Decoder and the frame readers check before allocating.""",
+    Bounds that loads, every Decoder and the frame readers check before allocating:
+    frames per message, bytes per frame (also the most one frame may decompress to), bytes
+    per message (also the most its frames may decompress to in all), bytes of the header
+    frame, and nesting depth (dumps applies the default
+    max_depth too). Frozen; raises ValueError unless every bound is a positive int.""",
     FrameReader: """FrameReader(limits=None): a sans-I/O reader of a framed byte stream.
 
     .feed(data) takes the next bytes (any length) and returns the frames of every message

@@ -25,8 +25,8 @@ from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, ch
                      small_message, stream_to_mutate)
 
 from fastser._framing import COALESCE_BYTES, coalesce
-from fastser.sock import (MAX_IOV, MMAP_BYTES, recv_msg, send_msg,
-                         sendall_each, sendmsg_all)
+from fastser._sock import MAX_IOV, MMAP_BYTES, sendall_each, sendmsg_all
+from fastser.sock import recv_msg, send_msg
 
 TIMEOUT = 10.0  # seconds; every socket here times out rather than hang the suite
 
