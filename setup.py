@@ -12,9 +12,19 @@ every module with hot code. Left interpreted, each for a reason:
   __main__.py, _demo.py, _inspect.py  the command line: nothing hot
 """
 
+import glob
 import os
+import shutil
 
 from setuptools import setup
+
+# A wheel packs whatever the build directory holds: the stale extension of a module that is
+# no longer compiled would ship beside its .py and shadow it (seen when sock and aio became
+# interpreted facades). Start every build from an empty build/lib*; the compiled objects in
+# build/temp* are kept, so nothing is recompiled for this.
+for stale in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "build", "lib*")):
+    shutil.rmtree(stale, ignore_errors=True)
 
 COMPILED_MODULES = [
     "fastser/_types.py",
@@ -23,6 +33,7 @@ COMPILED_MODULES = [
     "fastser/wrappers.py",
     "fastser/_registry.py",
     "fastser/_dispatch.py",
+    "fastser/_pickle_writer.py",
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_split.py",

@@ -9,6 +9,7 @@ from typing import Any, Final, Optional
 import cloudpickle
 
 from ._errors import DeserializationError
+from ._pickle_writer import write_pickle
 from ._registry import register_serialization_family
 from ._types import Frame, Header
 
@@ -24,6 +25,9 @@ PICKLE_LOADS: Final = pickle.loads
 def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
     """Pickle `obj`; frames[0] is the pickle, frames[1:] its out-of-band buffers (aliasing
     the object's memory, not copied)."""
+    written = write_pickle(obj)  # the small objects of a task graph, without a Pickler
+    if written is not None:
+        return {}, [written]
     buffers: list[pickle.PickleBuffer] = []
     try:
         data = PICKLE_DUMPS(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
@@ -45,6 +49,8 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
     trusted input, and only when the caller allows the "pickle" family."""
     if not frames:
         raise DeserializationError("a pickle payload needs at least one frame")
+    if len(frames) == 1:  # no out-of-band buffers: a call without keywords costs less
+        return PICKLE_LOADS(frames[0])
     return PICKLE_LOADS(frames[0], buffers=frames[1:])
 
 
