@@ -57,7 +57,7 @@ check manylinux "$tools/auditwheel" "$raw" | tee "$work/auditwheel"
 PATH="$tools:$PATH" "$tools/auditwheel" repair --plat "manylinux_2_17_$(uname -m)" \
     -w "$dist" "$raw"
 compiled=$(echo "$dist"/fastser-*-cp*manylinux*.whl)
-check pure "$pure" | tee -a "$work/auditwheel"
+check pure "$pure" | tee "$work/pure"
 
 echo "== runtime requirements of the compiled wheel, installed without extras"
 fresh_env release-bare "$compiled"
@@ -79,12 +79,13 @@ echo "cibuildwheel $(version cibuildwheel) build identifiers:"
 sed 's/^/  /' "$work/identifiers"
 echo "artifacts in dist/:"
 for wheel in "$compiled" "$pure"; do echo "  $(check tags "$wheel")"; done
+echo "  $(cat "$work/pure")"
 echo "  $(cat "$work/sdist")"
-echo "auditwheel $(version auditwheel):"
-sed 's/^/  /' "$work/auditwheel"
+echo "auditwheel $(version auditwheel): $(cat "$work/auditwheel")"
 echo "requirements: $(cat "$work/requires")"
 for kind in compiled pure; do
-    echo "suite, $kind wheel: $(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$work/$kind.log" | tail -1)"
+    counts=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$work/$kind.log" | tail -1 || true)
+    echo "suite against the $kind wheel: $(echo "$counts" | sed -E 's/^=+ | =+$//g')"
 done
 [ "$status" -eq 0 ] && echo "release: OK" || echo "release: FAILED (a suite failed)"
 exit $status
