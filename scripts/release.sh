@@ -81,7 +81,7 @@ echo "artifacts in dist/:"
 for wheel in "$compiled" "$pure"; do echo "  $(check tags "$wheel")"; done
 echo "  $(cat "$work/pure")"
 echo "  $(cat "$work/sdist")"
-echo "auditwheel $(version auditwheel): $(cat "$work/auditwheel")"
+echo "auditwheel $(version auditwheel) show: $(cat "$work/auditwheel"); repaired to the tags above"
 echo "requirements: $(cat "$work/requires")"
 for kind in compiled pure; do
     counts=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$work/$kind.log" | tail -1 || true)

@@ -80,7 +80,7 @@ def manylinux(auditwheel: str, wheel: str) -> None:
     tag, glibc = found.group(1), (int(found.group(2)), int(found.group(3)))
     if glibc > OLDEST_GLIBC:
         raise CheckFailed(f"auditwheel: {tag}, newer than manylinux_2_17:\n{shown}")
-    print(f"auditwheel show: {Path(wheel).name} is consistent with {tag} "
+    print(f"{Path(wheel).name} is consistent with {tag} "
           f"(needs glibc {glibc[0]}.{glibc[1]}, at most 2.17 allowed)")
 
 
