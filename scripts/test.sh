@@ -24,13 +24,10 @@ build pure FASTSER_PURE=1
 echo "== mypy --strict fastser tests"
 (cd "$repo" && "$envs/compiled/bin/mypy" --config-file mypy.ini fastser tests)
 
+source "$repo/scripts/suite.sh"
 status=0
 for kind in compiled pure; do
     echo "== pytest against the $kind build"
-    run=$(mktemp -d)
-    (cd "$run" && FASTSER_EXPECT=$kind "$envs/$kind/bin/python" -m pytest \
-        -p no:cacheprovider --rootdir "$repo" -c "$repo/pyproject.toml" "$repo/tests" "$@") \
-        || status=$?
-    rm -rf "$run"
+    run_suite "$kind" "$envs/$kind/bin/python" "$repo" "$@" || status=$?
 done
 exit $status
