@@ -15,6 +15,7 @@ every module with hot code. Left interpreted, each for a reason:
 import glob
 import os
 import shutil
+import sys
 
 from setuptools import setup
 
@@ -49,8 +50,17 @@ COMPILED_MODULES = [
 ]
 
 
+# Commands that only describe or copy the source (pip asks for them before it builds a
+# wheel, and `python -m build` makes the sdist with them): mypyc would run for nothing.
+NOT_BUILDING = {"egg_info", "dist_info", "sdist"}
+
+
 def extensions() -> list:
     if os.environ.get("FASTSER_PURE", "") not in ("", "0"):
+        return []
+    if sys.argv[1:2] and sys.argv[1] in NOT_BUILDING and not any(
+            arg.startswith(("build", "bdist", "install", "develop", "editable"))
+            for arg in sys.argv[2:]):
         return []
     from mypyc.build import mypycify
 

@@ -89,3 +89,22 @@ def test_unknown_commands_print_usage_with_status_2() -> None:
     for args in ([], ["nope"], ["inspect"], ["version", "x"]):
         done = run(*args)
         assert done.returncode == 2 and "usage: python -m fastser" in done.stderr
+
+
+def test_demo_round_trips_and_says_so() -> None:
+    done = run("demo")
+    assert done.returncode == 0, done.stderr
+    assert f"({'compiled with mypyc' if fastser.COMPILED else 'pure Python'})" in done.stdout
+    assert "payload frame aliases the ndarray (no copy): True" in done.stdout
+    assert "round trip equal with types kept: True" in done.stdout
+
+
+def test_demo_needs_no_numpy() -> None:
+    # numpy is an extra: a plain install must still run the README's main job.
+    blocked = ("import runpy, sys; sys.modules['numpy'] = None; sys.argv = ['fastser', 'demo'];"
+               " runpy.run_module('fastser', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-P", "-c", blocked], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "bytearray of 800,000 bytes (numpy not installed)" in done.stdout
+    assert "payload frame aliases the bytearray (no copy): True" in done.stdout
