@@ -35,6 +35,7 @@ COMPILED_MODULES = [
     "fastser/_registry.py",
     "fastser/_dispatch.py",
     "fastser/_pickle_writer.py",
+    "fastser/_pickle_reader.py",
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_split.py",

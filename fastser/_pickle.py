@@ -9,6 +9,7 @@ from typing import Any, Final, Optional
 import cloudpickle
 
 from ._errors import DeserializationError
+from ._pickle_reader import read_pickle
 from ._pickle_writer import write_pickle
 from ._registry import register_serialization_family
 from ._types import Frame, Header
@@ -50,7 +51,12 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
     if not frames:
         raise DeserializationError("a pickle payload needs at least one frame")
     if len(frames) == 1:  # no out-of-band buffers: a call without keywords costs less
-        return PICKLE_LOADS(frames[0])
+        frame = frames[0]
+        if type(frame) is bytes:
+            found, value = read_pickle(frame)  # small pickles, without an Unpickler
+            if found:
+                return value
+        return PICKLE_LOADS(frame)
     return PICKLE_LOADS(frames[0], buffers=frames[1:])
 
 
