@@ -23,9 +23,9 @@ from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_FROZENSET_MARK, EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK,
-                    EXT_SET, EXT_SET_MARK, EXT_TUPLE,
+                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SET, EXT_SET_MARK, EXT_TUPLE,
                     EXT_TUPLE_MARK, HEADER_COMPRESSION, HEADER_SERIALIZER, MAX_NESTED_EXT,
-                    OLDEST_READABLE_VERSION,
+                    OLDEST_READABLE_VERSION, PICKLE_FAMILY,
                     WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
@@ -263,6 +263,8 @@ class DecodeState:
                     SET_MARK if code == EXT_SET_MARK else
                     FROZENSET_MARK if code == EXT_FROZENSET_MARK else
                     SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else PICKLED_MARK)
+        if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
+            return self.pickle_record(code, data)
         if code == EXT_TUPLE:
             return tuple(self.nested_items(data))
         if code == EXT_SERIALIZED:
@@ -288,6 +290,19 @@ class DecodeState:
         if code == EXT_MEMORYVIEW_FRAME:
             return byte_view(self.raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
+
+    def pickle_record(self, code: int, data: bytes) -> Any:
+        """A version 4 record of one inline pickle: as [mark, {"serializer": "pickle"},
+        [data]], with a header of its own (a Serialized or Pickled may be changed by its
+        receiver)."""
+        header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
+        try:
+            if code == EXT_PICKLE_SERIALIZED:
+                return self.open_serialized(header, [data])
+            return self.open_pickled(header, [data])
+        except DeserializationError as exc:
+            raise chained(DeserializationError(f"{exc} (the payload inline in the header)"),
+                          exc)
 
     def nested_items(self, data: bytes) -> list[Any]:
         if self.nested_ext >= self.max_nested:

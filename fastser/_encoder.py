@@ -30,7 +30,8 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                     EXT_TUPLE_MARK, HEADER_COMPRESSION,
                     HEADER_SERIALIZER,
-                    OUT_OF_BAND_BYTES, WIRE_VERSION)
+                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, OUT_OF_BAND_BYTES, PICKLE_FAMILY,
+                    WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 ExtType: Final = msgpack.ExtType
@@ -305,7 +306,14 @@ class Encoder:
 
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
-        """A serialized or pickled record, inline in the message: [mark, header, refs]."""
+        """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
+        for one small pickle and nothing else, the pickle as one extension type."""
+        if len(payload) == 1 and len(header) == 1 and \
+                header.get(HEADER_SERIALIZER) == PICKLE_FAMILY:
+            data = payload[0]
+            if type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
+                return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
+                           else EXT_PICKLE_PICKLED, data)
         state.records.append((header, obj))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
         return [mark, header, self.frame_refs(payload, state.frames)]

@@ -9,8 +9,9 @@ from typing import Final
 # frames[0] starts with this byte (a msgpack positive fixint) followed by one msgpack object.
 # Version 2 marks tuples, sets and frozensets inside the array itself (EXT_*_MARK); version
 # 1 packed them into nested extension payloads (EXT_TUPLE ...). Version 3 marks serialized
-# and pickled records likewise (v1/v2: EXT_SERIALIZED/EXT_PICKLED). Decoders read all three.
-WIRE_VERSION: Final = 3
+# and pickled records likewise (v1/v2: EXT_SERIALIZED/EXT_PICKLED). Version 4 writes a record
+# that is one small pickle as one extension type (EXT_PICKLE_*). Decoders read all four.
+WIRE_VERSION: Final = 4
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -35,6 +36,13 @@ EXT_FROZENSET_MARK: Final = 14
 # Version 3: [mark, header, [frame ref, ...]] is a serialized / pickled record.
 EXT_SERIALIZED_MARK: Final = 15
 EXT_PICKLED_MARK: Final = 16
+# Version 4: a record whose header is exactly {"serializer": "pickle"} and whose one frame is
+# inline (under OUT_OF_BAND_BYTES, uncompressed) is this extension type, its data the pickle:
+# a task graph is thousands of them, and each then costs one extension type instead of an
+# array, a map and a list (three decoder callbacks and a header dict apiece).
+EXT_PICKLE_SERIALIZED: Final = 17  # as [EXT_SERIALIZED_MARK, {"serializer": "pickle"}, [data]]
+EXT_PICKLE_PICKLED: Final = 18  # as [EXT_PICKLED_MARK, {"serializer": "pickle"}, [data]]
+PICKLE_FAMILY: Final = "pickle"
 
 # A frame ref is one of: bytes (the frame inline), int (index of one payload frame in the
 # frame list), [start, count] (a frame split into `count` adjacent pieces).

@@ -302,3 +302,37 @@ def test_record_headers_pack_like_plain_msgpack_or_fail_with_a_path() -> None:
     assert type(out["level"]) is int
     with pytest.raises(SerializationError, match=r"not msgpack-encodable.* at msg\['a'\]\[1\]"):
         fastser.dumps({"a": [1, Serialize(OddHeader(object()))]})
+
+
+class Fallback:
+    """Not a message type: pickled by the fallback."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Fallback
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def test_a_record_of_one_small_pickle_is_one_extension_type() -> None:
+    # Wire version 4: {"serializer": "pickle"} and one inline frame travel as ext 17 / 18.
+    task = (operator.add, "inc-1", 1)
+    frames = fastser.dumps({"s": Serialize(task), "p": ToPickle(task), "f": Fallback()})
+    body = msgpack.unpackb(bytes(frames[0])[1:], raw=False)
+    assert [type(value).__name__ for value in body.values()] == ["ExtType"] * 3
+    assert [body[key].code for key in ("s", "p", "f")] == [17, 18, 18]
+    out = fastser.loads(frames)
+    assert out["s"] == task and out["p"] == task and type(out["f"]) is Fallback
+    kept = fastser.loads(frames, deserialize=False)
+    assert type(kept["s"]) is Serialized and type(kept["p"]) is Pickled
+    assert kept["s"].header == {"serializer": "pickle"} and kept["s"].header is not \
+        kept["p"].header
+    assert fastser.dumps(kept) == frames  # forwarded byte for byte
+    made: list[Any] = []
+
+    def factory(header: Any, payload: list[Any]) -> str:
+        made.append((header, payload))
+        return "mine"
+
+    assert Decoder(deserialize=False, serialized_factory=factory).loads(frames)["s"] == "mine"
+    assert made == [({"serializer": "pickle"}, [body["s"].data])]

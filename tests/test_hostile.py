@@ -39,7 +39,7 @@ class Trap:
 
 
 @pytest.mark.parametrize("frames", [
-    [], [b""], [b"\x04\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
+    [], [b""], [b"\x7f\x90"], [b"\x01"], [b"\x01\xc1"], [b"\x01\x92\x01"],
     [header(ext(99, b""))], [header(ext(1, b"\x01"))], [header(ext(7, msgpack.packb(5)))],
     [header(ext(7, msgpack.packb([1, 5]))), b"x"], [header(ext(10, msgpack.packb([1])))],
     [header(ext(10, msgpack.packb([{}, [7]])))], [header(ext(10, msgpack.packb([{}, ["x"]])))],
@@ -221,6 +221,11 @@ def test_no_hiding_place_makes_a_safe_decoder_unpickle() -> None:
                 pass
         forged_pickled = [MARKS[4], {"serializer": "pickle"}, [data]]
         assert "Pickled" in repr(SAFE.loads([b"\x03" + msgpack.packb(forged_pickled)]))
+        # Forged v4 records: one pickle as extension type 17 (serialized) or 18 (pickled).
+        with pytest.raises(DeserializationError, match="refused.*inline in the header"):
+            SAFE.loads([b"\x04" + msgpack.packb({"s": msgpack.ExtType(17, data)})])
+        out = SAFE.loads([b"\x04" + msgpack.packb({"p": msgpack.ExtType(18, data)})])
+        assert type(out["p"]) is fastser.Pickled and out["p"].frames == [data]
         assert not os.path.exists(path)
         # Safe mode still receives bytes-likes and numpy arrays.
         plain = {"b": b"x" * 70_000, "ba": bytearray(b"y"), "mv": memoryview(b"z"),

@@ -10,6 +10,7 @@ import numpy as np
 
 import fastser
 from fastser import Serialize, ToPickle
+from fastser._wire import WIRE_VERSION
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
@@ -48,7 +49,7 @@ def test_inspect_describes_each_message_without_opening_payloads(tmp_path: pathl
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "message 0: " in out and "message 1: " in out and "2 messages" in out
-    assert "wire version 3" in out
+    assert f"wire version {WIRE_VERSION}" in out
     assert "<Serialized serializer='dispatch' type='numpy.ndarray' compression=['zlib']" in out
     assert "<Pickled serializer='pickle'" in out and "<bytes 70000 B>" in out
     assert "('x', 1)" in out and "set({3})" in out
