@@ -16,7 +16,7 @@ LAYERS = [
     {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
     {"_framing"},
     {"aio", "sock"},
-    {"_facade", "__init__", "__main__", "_demo", "_inspect"},
+    {"_facade", "__init__", "__main__", "_demo", "_inspect", "dask"},
 ]
 
 
