@@ -6,8 +6,11 @@ import asyncio
 import importlib.metadata
 import logging
 import operator
+import pathlib
+import shutil
 import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +21,7 @@ pytest.importorskip("distributed")
 import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
 from distributed import Client, LocalCluster, Nanny, Scheduler, Worker  # noqa: E402
+from distributed.security import Security  # noqa: E402
 from distributed.comm.core import connect  # noqa: E402
 from distributed.comm.core import CommClosedError  # noqa: E402
 from distributed.protocol.core import dumps as distributed_dumps  # noqa: E402
@@ -318,3 +322,34 @@ async def mixed_cluster() -> None:
 
 def test_mixed_schemes() -> None:
     asyncio.run(asyncio.wait_for(mixed_cluster(), 3 * TIMEOUT))
+
+
+async def tls_cluster(security: Any) -> None:
+    async with Scheduler(protocol="fastser-tls://", host="127.0.0.1", dashboard=False,
+                         security=security) as scheduler:
+        address = scheduler.address
+        assert address.startswith("fastser-tls://")
+        async with Worker(address, nthreads=1, security=security) as worker, \
+                Client(address, security=security, asynchronous=True) as client:
+            assert worker.address.startswith("fastser-tls://")
+            x = client.submit(np.arange, 100_000, pure=False)
+            np.testing.assert_array_equal(await client.submit(operator.mul, x, 2),
+                                          np.arange(100_000) * 2)
+            # require-encryption refuses fastser:// (unencrypted) and accepts fastser-tls://.
+            with pytest.raises(RuntimeError, match="encryption required"):
+                await connect(address.replace("fastser-tls://", "fastser://"),
+                              **security.get_connection_args("client"))
+
+
+def test_fastser_tls(tmp_path: pathlib.Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs openssl to make a self-signed certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=TIMEOUT)
+    files = {f"tls_{role}_{kind}": str(path) for role in ("scheduler", "worker", "client")
+             for kind, path in (("key", key), ("cert", cert))}
+    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
+    asyncio.run(asyncio.wait_for(tls_cluster(security), 3 * TIMEOUT))
