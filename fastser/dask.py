@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Optional, Union, cast
 
 from distributed.comm.core import CommClosedError
+from distributed.comm.utils import OFFLOAD_THRESHOLD
 from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
                                   TLSBackend, TLSConnector, TLSListener,
                                   convert_stream_closed_error)
@@ -35,6 +36,7 @@ from distributed.protocol.serialize import merge_and_deserialize
 from distributed.protocol.serialize import (
     register_serialization_family as register_distributed_family)
 from distributed.system import MEMORY_LIMIT
+from distributed.utils import offload
 from tornado.iostream import IOStream, StreamClosedError
 
 from ._decoder import Decoder
@@ -224,6 +226,7 @@ class FastserComm:
     # Provided by the distributed class this is mixed into.
     stream: Optional[IOStream]
     deserialize: bool
+    allow_offload: bool
     handshake_options: dict[str, Any]
     local_info: dict[str, Any]
     remote_info: dict[str, Any]
@@ -300,7 +303,13 @@ class FastserComm:
             self.abort()
             raise
         # The whole message was read: a decode error leaves the stream usable.
-        return self.decoder(deserializers).loads(frames)
+        decoder = self.decoder(deserializers)
+        if self.deserialize and self.allow_offload and OFFLOAD_THRESHOLD and \
+                sum(frame.nbytes for frame in frames) > OFFLOAD_THRESHOLD:
+            # As distributed does: a large message is opened in its offload thread, so
+            # unpickling a large object does not stall the event loop (arrays are views).
+            return await offload(decoder.loads, frames)
+        return decoder.loads(frames)
 
     async def write(self, msg: Any, serializers: Optional[Sequence[str]] = None,
                     on_error: Optional[str] = "message") -> int:

@@ -165,6 +165,23 @@ def test_dask_array_reduction(client: Client) -> None:
         [2.0] * 2000
 
 
+def test_large_message_is_opened_off_the_event_loop(client: Client,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import fastser.dask
+    opened: list[Any] = []
+
+    def counted(function: Any, *args: Any) -> Any:
+        opened.append(function)
+        return offload(function, *args)
+
+    offload = getattr(fastser.dask, "offload")  # distributed.utils.offload, as imported there
+    monkeypatch.setattr(fastser.dask, "offload", counted)
+    big = client.submit(np.ones, 3 * 2**20, pure=False)  # 24 MiB, above distributed's 10 MiB
+    assert client.gather(big).sum() == 3 * 2**20
+    assert client.gather(client.submit(operator.neg, 1, pure=False)) == -1
+    assert len(opened) == 1  # the large result only, read by this (the client's) process
+
+
 def test_task_exception_reaches_the_client(client: Client) -> None:
     with pytest.raises(ZeroDivisionError):
         client.submit(operator.truediv, 1, 0).result(timeout=TIMEOUT)
