@@ -250,14 +250,9 @@ class FastserComm:
         key = (None if serializers is None else tuple(serializers), on_error)
         encoder = self.encoders.get(key)
         if encoder is None:
-            names = families(serializers)
-            compression = options.get("compression")
-            encoder = self.encoders[key] = Encoder(
-                serializers=names or None, on_error="raise" if on_error == "raise" else "message",
-                context={"sender": self.local_info, "recipient": self.remote_info, **options},
-                frame_split_size=self.max_shard_size, default=distributed_to_fastser,
-                compression=compression if compression in COMPRESSIONS and
-                installed(compression) else None)
+            context = {"sender": self.local_info, "recipient": self.remote_info, **options}
+            encoder = self.encoders[key] = make_encoder(serializers, on_error, context,
+                                                        self.max_shard_size)
         return encoder
 
     def decoder(self, deserializers: Optional[Sequence[str]]) -> Decoder:
@@ -346,10 +341,23 @@ class FastserComm:
         return out
 
 
+def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
+                 context: Mapping[str, Any], frame_split_size: int) -> Encoder:
+    """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
+    `context` (its "compression": distributed's name, used when fastser has it too)."""
+    compression = context.get("compression")
+    if compression not in COMPRESSIONS or not installed(compression):
+        compression = None
+    return Encoder(serializers=families(serializers) or None,
+                   on_error="raise" if on_error == "raise" else "message", context=context,
+                   frame_split_size=frame_split_size, default=distributed_to_fastser,
+                   compression=compression)
+
+
 def installed(compression: str) -> bool:
     try:
         Encoder(compression=compression)
-    except ValueError:
+    except ValueError:  # fastser's answer for a compressor whose package is missing
         return False
     return True
 

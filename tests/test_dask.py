@@ -36,7 +36,7 @@ import fastser  # noqa: E402
 from fastser import Decoder, Encoder  # noqa: E402
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserSerialized, FastserTLSBackend, distributed_to_fastser,
-                          fastser_to_distributed)
+                          fastser_to_distributed, make_encoder)
 
 TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
 
@@ -292,6 +292,34 @@ def test_distributed_family_fastser_on_plain_tcp() -> None:
     frames = distributed_dumps({"x": DSerialize(np.arange(1000))},
                                serializers=["fastser", "pickle"])
     np.testing.assert_array_equal(distributed_loads(frames)["x"], np.arange(1000))
+
+
+@pytest.mark.parametrize("agreed, used", [
+    ("lz4", "lz4"), ("zstd", "zstd"), ("zlib", "zlib"), ("snappy", None), (None, None)])
+def test_compression_agreed_in_the_handshake(agreed: Any, used: Any) -> None:
+    pytest.importorskip("lz4")
+    pytest.importorskip("zstandard")
+    encoder = make_encoder(None, "message", {"compression": agreed}, 2**26)
+    msg = {"data": DSerialize(np.zeros(100_000)), "op": "x"}
+    frames = encoder.dumps(msg)
+    header = fastser.loads(frames, deserialize=False)["data"].header
+    assert header.get("compression", [None])[0] == used
+    np.testing.assert_array_equal(Decoder().loads(frames)["data"], np.zeros(100_000))
+
+
+def test_serializers_and_on_error_of_write() -> None:
+    # Comm.write(serializers=["msgpack"]): payloads msgpack cannot take fail as "error"
+    # records (on_error="message"), while other objects are still pickled, as distributed does.
+    encoder = make_encoder(["msgpack"], "message", {}, 2**26)
+    frames = encoder.dumps({"ok": DSerialize([1, 2]), "bad": DSerialize(np.arange(3)),
+                            "cls": logging.Formatter})
+    with pytest.raises(fastser.DeserializationError, match="could not serialize"):
+        Decoder().loads(frames)
+    kept = Decoder(deserialize=False, open_pickled=True).loads(frames)
+    assert kept["ok"].header["serializer"] == "msgpack"
+    assert kept["cls"] is logging.Formatter
+    with pytest.raises(fastser.SerializationError):
+        make_encoder(["msgpack"], "raise", {}, 2**26).dumps({"bad": DSerialize(np.arange(3))})
 
 
 def test_handshake_requires_the_same_wire_version() -> None:
