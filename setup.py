@@ -10,6 +10,8 @@ every module with hot code. Left interpreted, each for a reason:
   _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
   _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called once per split frame
   __main__.py, _demo.py, _inspect.py  the command line: nothing hot
+  dask.py      distributed's comm backends (the dask extra): subclasses distributed's
+               interpreted classes, and distributed is not a build dependency
 """
 
 import glob

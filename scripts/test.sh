@@ -10,16 +10,17 @@ envs="$repo/.envs"
 python=${PYTHON:-python3}
 mkdir -p "$envs"
 
-build() {  # build NAME [ENV=VALUE]
-    local name=$1; shift
+build() {  # build NAME EXTRAS [ENV=VALUE]
+    local name=$1 extras=$2; shift 2
     "$python" -m venv --clear "$envs/$name"
     env "$@" "$envs/$name/bin/python" -m pip install --quiet --disable-pip-version-check \
-        --no-cache-dir "$repo[test]"
+        --no-cache-dir "$repo[$extras]"
 }
 
 echo "== building compiled and pure fastser"
-build compiled FASTSER_PURE=0
-build pure FASTSER_PURE=1
+# The dask extra in the compiled build only: tests/test_dask.py runs there, skips in pure.
+build compiled test,dask FASTSER_PURE=0
+build pure test FASTSER_PURE=1
 
 echo "== mypy --strict fastser tests"
 (cd "$repo" && "$envs/compiled/bin/mypy" --config-file mypy.ini fastser tests)

@@ -38,6 +38,21 @@ def test_every_hot_module_matches_the_build(name: str) -> None:
     assert (not module.__file__.endswith(".py")) is fastser.COMPILED  # type: ignore[union-attr]
 
 
+def test_compiled_suite_runs_the_dask_tests() -> None:
+    # scripts/test.sh installs the dask extra into the compiled build, so tests/test_dask.py
+    # runs there instead of skipping unnoticed.
+    if EXPECTED != "compiled":
+        pytest.skip("scripts/test.sh installs the dask extra into the compiled build only")
+    importlib.import_module("distributed")
+
+
+def test_dask_module_stays_interpreted() -> None:
+    # It subclasses distributed's classes (setup.py lists the reason).
+    pytest.importorskip("distributed")
+    dask_module = importlib.import_module("fastser.dask")
+    assert dask_module.__file__ is not None and dask_module.__file__.endswith(".py")
+
+
 def test_single_class_identity() -> None:
     assert fastser.Serialize is wrappers.Serialize
     assert fastser.Serialized is wrappers.Serialized

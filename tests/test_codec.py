@@ -213,11 +213,47 @@ def test_encoder_default_hook() -> None:
     assert fastser.loads(frames) == {"x": [1], "y": Color.RED}
 
 
+def test_encoder_default_is_called_only_for_other_objects() -> None:
+    seen: list[Any] = []
+
+    def default(obj: Any) -> Any:
+        seen.append(obj)
+        raise NotImplementedError  # the pickle fallback proceeds
+
+    msg = {"a": [1, "x", (2.0, None)], "b": Serialize(b"y"), "c": ToPickle(5), "d": Color.RED}
+    assert fastser.loads(Encoder(default=default).dumps(msg)) == \
+        {"a": [1, "x", (2.0, None)], "b": b"y", "c": 5, "d": Color.RED}
+    assert seen == [Color.RED]
+
+
+def test_encoder_default_may_forward_frames_unchanged() -> None:
+    class Foreign:
+        def __init__(self, header: dict[str, Any], frames: list[Any]) -> None:
+            self.header, self.frames = header, frames
+
+    payload = bytearray(b"z" * BIG)
+    kept = fastser.loads(fastser.dumps({"x": Serialize(payload)}), deserialize=False)["x"]
+    encoder = Encoder(default=lambda obj: Serialized(obj.header, obj.frames))
+    frames = encoder.dumps({"x": Foreign(kept.header, kept.frames)})
+    assert frames[1] is kept.frames[0]  # the received frame itself, not a copy
+    assert [bytes(f) for f in frames] == [bytes(f) for f in fastser.dumps({"x": kept})]
+    assert fastser.loads(frames) == {"x": payload}
+
+
 def test_decoder_hooks() -> None:
     frames = fastser.dumps({"s": Serialize(3), "p": ToPickle(4)})
     out = Decoder(deserialize=False, open_pickled=True,
                   serialized_factory=lambda h, f: ("made", h["serializer"])).loads(frames)
     assert out == {"s": ("made", "pickle"), "p": 4}
+
+
+def test_decoder_hooks_only_where_they_apply() -> None:
+    frames = fastser.dumps({"s": Serialize(3), "p": ToPickle(4)})
+    # open_pickled never opens what "pickle" is not allowed for.
+    safe = Decoder(deserialize=False, open_pickled=True, deserializers=["msgpack"])
+    assert type(safe.loads(frames)["p"]) is Pickled
+    # serialized_factory builds only what deserialize=False keeps.
+    assert Decoder(serialized_factory=lambda h, f: "made").loads(frames) == {"s": 3, "p": 4}
 
 
 def test_encoder_validates_options() -> None:

@@ -17,7 +17,7 @@ LAYERS = [
     {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
     {"_framing"},
     {"_aio", "_sock"},
-    {"_facade", "__init__", "__main__", "_demo", "_inspect", "aio", "sock"},
+    {"_facade", "__init__", "__main__", "_demo", "_inspect", "aio", "sock", "dask"},
 ]
 
 

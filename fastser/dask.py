@@ -1,0 +1,408 @@
+"""fastser:// and fastser-tls:// — distributed comm backends whose messages are fastser's.
+
+Uncompiled: it subclasses distributed's TCP classes and keeps their connection handling;
+only Comm.read/write change. Sits on the codec and _framing (the facade layer).
+
+Rule: each side opens a connection with MAGIC, so a peer speaking another protocol is
+refused at its first 8 bytes; every count and length read after it is checked against
+DASK_LIMITS before anything is allocated for it.
+
+Strategy: distributed's four wrappers are mapped onto fastser's by Encoder(default=)
+(anything else distributed would have pickled becomes ToPickle), and back by the Decoder:
+workers and clients decode with deserialize=True; the scheduler (deserialize=False) keeps
+data payloads as distributed's Serialized and opens ToPickle (Decoder(open_pickled=True)).
+A payload crossing between fastser:// and tcp:// keeps its frames: a fastser header travels
+on tcp:// inside the distributed-side family "fastser", a distributed header on fastser://
+inside the fastser-side family "distributed". Both families are registered on import.
+"""
+
+import logging
+import mmap
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Optional, Union, cast
+
+from distributed.comm.core import CommClosedError
+from distributed.comm.utils import OFFLOAD_THRESHOLD
+from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
+                                  TLSBackend, TLSConnector, TLSListener,
+                                  convert_stream_closed_error)
+from distributed.protocol.compression import decompress as distributed_decompress
+from distributed.protocol.serialize import Pickled as DPickled
+from distributed.protocol.serialize import Serialize as DSerialize
+from distributed.protocol.serialize import Serialized as DSerialized
+from distributed.protocol.serialize import ToPickle as DToPickle
+from distributed.protocol.serialize import merge_and_deserialize
+from distributed.protocol.serialize import (
+    register_serialization_family as register_distributed_family)
+from distributed.system import MEMORY_LIMIT
+from distributed.utils import offload
+from tornado.iostream import IOStream, StreamClosedError
+
+from ._decoder import Decoder
+from ._encoder import Encoder
+from ._errors import DeserializationError, FrameError, SerializationError
+from ._facade import deserialize, register_serialization_family, serialize
+from ._framing import COUNT, WORD, check_count, check_lengths, coalesce, pack_frames_prelude, \
+    slice_frames
+from ._limits import Limits
+from ._types import Frame, Header
+from ._wire import WIRE_VERSION
+from ._sock import MAX_IO_BYTES, MMAP_BYTES
+from .wrappers import Pickled, Serialize, Serialized, ToPickle
+
+logger = logging.getLogger(__name__)
+
+# The first 8 bytes each side writes. Read by distributed's tcp:// framing as a message
+# length it is, about 3.2e16 bytes: a tcp:// peer fails at once instead of waiting.
+MAGIC: Final = b"fastser\x00"
+# fastser's wire version, added to the handshake. Its "pickle-protocol" key is kept and
+# agreed as distributed does (the scheduler asks for 4), but fastser's pickle family writes
+# protocol 5 (out-of-band buffers), which every Python fastser runs on reads.
+WIRE_KEY: Final = "fastser-wire"
+# Frames and messages as large as distributed's own reader takes (half the memory), never
+# less than fastser's defaults; a prelude announcing more is refused before any allocation.
+DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
+                            max_message_bytes=max(2**32, int(MEMORY_LIMIT) // 2))
+# Compressors distributed may agree on that fastser also writes.
+COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
+
+# The bridge families and the header keys that carry the other codec's header.
+DISTRIBUTED_FAMILY: Final = "distributed"  # fastser-side: holds a distributed header
+DISTRIBUTED_HEADER: Final = "distributed-header"
+FASTSER_FAMILY: Final = "fastser"  # distributed-side: holds a fastser header
+FASTSER_HEADER: Final = "fastser-header"
+# distributed's names for families, as fastser families (for Comm.write(serializers=)
+# and Comm.read(deserializers=)). Unknown names are ignored.
+FAMILY_NAMES: Final[Mapping[str, tuple[str, ...]]] = {
+    "dask": ("dispatch",), "pickle": ("pickle", DISTRIBUTED_FAMILY),
+    "msgpack": ("msgpack",), "error": ("error",),
+    FASTSER_FAMILY: ("dispatch", "pickle", "msgpack", "error"),
+}
+
+
+def retyped(obj: Any, sequence: type, depth: int = 0) -> Any:
+    """`obj` with every list and tuple inside dicts, lists and tuples made `sequence`:
+    the tuples distributed's msgpack makes from a fastser header become lists again, and
+    a distributed header decoded by fastser gets the tuples distributed would have seen."""
+    if depth > DASK_LIMITS.max_depth:
+        raise DeserializationError(
+            f"a bridged header nests deeper than Limits.max_depth={DASK_LIMITS.max_depth}")
+    if type(obj) is dict:
+        return {key: retyped(value, sequence, depth + 1) for key, value in obj.items()}
+    if type(obj) is list or type(obj) is tuple:
+        return sequence(retyped(item, sequence, depth + 1) for item in obj)
+    return obj
+
+
+class FastserSerialized(DSerialized):
+    """distributed's Serialized for a payload fastser encoded, as the scheduler keeps it:
+    its header is the distributed-side family "fastser" (so tcp:// peers can open it), and
+    the fastser header is kept as it arrived, to be forwarded on fastser:// unchanged."""
+
+    def __init__(self, header: Header, frames: list[Frame]) -> None:
+        super().__init__({"serializer": FASTSER_FAMILY, FASTSER_HEADER: header}, frames)
+        self.fastser_header = header
+
+
+def fastser_to_distributed(header: Header, frames: list[Frame]) -> DSerialized:
+    """Decoder(serialized_factory=): a payload kept by the scheduler, as distributed's
+    Serialized. A bridged distributed header comes back as distributed had it."""
+    if header.get("serializer") == DISTRIBUTED_FAMILY:
+        inner = header.get(DISTRIBUTED_HEADER)
+        if type(inner) is not dict:
+            raise DeserializationError(f"a {DISTRIBUTED_FAMILY!r} payload has no header")
+        return DSerialized(retyped(inner, tuple), frames)
+    return FastserSerialized(header, frames)
+
+
+def distributed_to_fastser(obj: Any) -> Any:
+    """Encoder(default=): distributed's wrappers as fastser's, anything else as ToPickle
+    (distributed pickles what msgpack cannot take, whatever the serializers)."""
+    if isinstance(obj, DSerialize):
+        return Serialize(obj.data)
+    if type(obj) is FastserSerialized:
+        return Serialized(obj.fastser_header, obj.frames)
+    if isinstance(obj, DSerialized):
+        header = obj.header
+        if header.get("serializer") == FASTSER_FAMILY and type(header.get(FASTSER_HEADER)) is dict:
+            return Serialized(retyped(header[FASTSER_HEADER], list), list(obj.frames))
+        return Serialized({"serializer": DISTRIBUTED_FAMILY, DISTRIBUTED_HEADER: header},
+                          list(obj.frames))
+    if isinstance(obj, DToPickle):
+        return ToPickle(obj.data)
+    if isinstance(obj, DPickled):
+        # distributed's layout: the pickle in the header, its buffers as the frames.
+        frames = list(obj.frames)
+        if "compression" in obj.header:
+            frames = distributed_decompress(obj.header, frames)
+        return Pickled({"serializer": "pickle"}, [obj.header["pickled-obj"], *frames])
+    return ToPickle(obj)
+
+
+def refuse_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header, list[Frame]]:
+    raise NotImplementedError(f"the {DISTRIBUTED_FAMILY!r} family only carries payloads "
+                              "that distributed serialized")
+
+
+def distributed_loads(header: Header, frames: list[Frame]) -> Any:
+    """The fastser-side family "distributed": what distributed's tcp:// reader would do."""
+    inner = header.get(DISTRIBUTED_HEADER)
+    if type(inner) is not dict:
+        raise DeserializationError(f"a {DISTRIBUTED_FAMILY!r} payload has no header")
+    inner = retyped(inner, tuple)
+    if "compression" in inner:
+        frames = distributed_decompress(inner, frames)
+    return merge_and_deserialize(inner, frames)
+
+
+def fastser_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None
+                  ) -> tuple[dict[str, Any], list[Frame]]:
+    """The distributed-side family "fastser" (usable on plain tcp:// too)."""
+    try:
+        header, frames = serialize(obj, context=context)
+    except SerializationError as exc:
+        raise NotImplementedError(str(exc)) from exc
+    return {FASTSER_HEADER: header}, frames
+
+
+def fastser_loads(header: dict[str, Any], frames: Sequence[Frame]) -> Any:
+    inner = header.get(FASTSER_HEADER)
+    if type(inner) is not dict:
+        raise DeserializationError(f"a {FASTSER_FAMILY!r} payload has no header")
+    return deserialize(retyped(inner, list), list(frames))
+
+
+def families(names: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
+    """distributed's family names as fastser's (None stays None: all families)."""
+    if names is None:
+        return None
+    out: list[str] = []
+    for name in names:
+        for family in FAMILY_NAMES.get(name, ()):
+            if family not in out:
+                out.append(family)
+    return tuple(out)
+
+
+async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
+    """One message's frames from `stream`, read into one buffer of their own (a bytearray,
+    or an anonymous mmap from MMAP_BYTES on, as fastser.sock does): the frames are
+    writeable and the pieces of a split payload adjacent, so loads joins them without a copy.
+    The prelude is checked against `limits` before the buffer is allocated."""
+    head = await stream.read_bytes(WORD)
+    count = check_count(COUNT.unpack_from(head, 0)[0], limits)
+    lengths: tuple[int, ...] = ()
+    if count:
+        # At most 8 * Limits.max_frames bytes, and tornado buffers only what arrives.
+        raw = await stream.read_bytes(WORD * count)
+        lengths = struct.unpack_from(f"<{count}Q", raw, 0)
+    total = check_lengths(lengths, limits)
+    buf: Union[bytearray, mmap.mmap] = (bytearray(total) if total < MMAP_BYTES
+                                        else mmap.mmap(-1, total))
+    view = memoryview(buf)
+    for start in range(0, total, MAX_IO_BYTES):
+        # tornado annotates a bytearray; it takes any writable buffer.
+        await stream.read_into(cast(bytearray, view[start:start + MAX_IO_BYTES]))
+    # Zero-copy: the frames are slices of the one buffer the bytes were read into.
+    return slice_frames(view, 0, lengths)
+
+
+def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:
+    """Queue `prefix`, the prelude and `frames` on `stream` (small frames joined, large ones
+    as views: never copied). Like distributed's tcp:// comm, does not wait for the send."""
+    written = 0
+    for buffer in coalesce(prefix + pack_frames_prelude(frames), frames):
+        size = buffer.nbytes
+        for start in range(0, size, MAX_IO_BYTES):  # OpenSSL and C ints: < 2 GiB a call
+            stream.write(buffer[start:start + MAX_IO_BYTES])
+        written += size
+    return written
+
+
+class FastserComm:
+    """Comm.read/write and the handshake of fastser:// (mixed into distributed's TCP/TLS)."""
+
+    # Provided by the distributed class this is mixed into.
+    stream: Optional[IOStream]
+    deserialize: bool
+    allow_offload: bool
+    handshake_options: dict[str, Any]
+    local_info: dict[str, Any]
+    remote_info: dict[str, Any]
+    max_shard_size: int
+    _closed: bool
+    abort: Callable[[], None]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.greeted = False  # MAGIC written
+        self.greeting_seen = False  # MAGIC read
+        self.encoders: dict[tuple[Any, ...], Encoder] = {}
+        self.encoders_options: Optional[dict[str, Any]] = None  # the options they were made for
+        self.decoders: dict[Optional[tuple[str, ...]], Decoder] = {}
+
+    def encoder(self, serializers: Optional[Sequence[str]], on_error: str) -> Encoder:
+        options = self.handshake_options
+        if options is not self.encoders_options:  # the handshake has completed since
+            self.encoders.clear()
+            self.encoders_options = options
+        key = (None if serializers is None else tuple(serializers), on_error)
+        encoder = self.encoders.get(key)
+        if encoder is None:
+            context = {"sender": self.local_info, "recipient": self.remote_info, **options}
+            encoder = self.encoders[key] = make_encoder(serializers, on_error, context,
+                                                        self.max_shard_size)
+        return encoder
+
+    def decoder(self, deserializers: Optional[Sequence[str]]) -> Decoder:
+        names = families(deserializers)
+        if names is not None and "pickle" not in names:
+            # distributed opens ToPickle whatever the deserializers; fastser opens it only
+            # with "pickle" allowed.
+            names = (*names, "pickle")
+        decoder = self.decoders.get(names)
+        if decoder is None:
+            if self.deserialize:
+                decoder = Decoder(deserializers=names, limits=DASK_LIMITS)
+            else:
+                decoder = Decoder(deserialize=False, deserializers=names, limits=DASK_LIMITS,
+                                  open_pickled=True, serialized_factory=fastser_to_distributed)
+            self.decoders[names] = decoder
+        return decoder
+
+    async def read(self, deserializers: Optional[Sequence[str]] = None) -> Any:
+        stream = self.stream
+        if stream is None:
+            raise CommClosedError()
+        try:
+            if not self.greeting_seen:
+                greeting = await stream.read_bytes(len(MAGIC))
+                if greeting != MAGIC:
+                    raise FrameError(
+                        f"the peer does not speak fastser: its first bytes are {greeting!r}, "
+                        f"not {MAGIC!r} (a tcp:// peer on a fastser:// address, or the other "
+                        "way round?)")
+                self.greeting_seen = True
+            frames = await read_frames(stream, DASK_LIMITS)
+        except StreamClosedError as exc:
+            self.stream = None
+            self._closed = True
+            convert_stream_closed_error(self, exc)
+        except FrameError as exc:
+            logger.warning("%s: closed: %s", self, exc)
+            self.abort()
+            raise CommClosedError(f"in {self}: {exc}") from exc
+        except BaseException:
+            # What was read is unknown: the stream cannot be used again (as in TCP.read).
+            self.abort()
+            raise
+        # The whole message was read: a decode error leaves the stream usable.
+        decoder = self.decoder(deserializers)
+        if self.deserialize and self.allow_offload and OFFLOAD_THRESHOLD and \
+                sum(frame.nbytes for frame in frames) > OFFLOAD_THRESHOLD:
+            # As distributed does: a large message is opened in its offload thread, so
+            # unpickling a large object does not stall the event loop (arrays are views).
+            return await offload(decoder.loads, frames)
+        return decoder.loads(frames)
+
+    async def write(self, msg: Any, serializers: Optional[Sequence[str]] = None,
+                    on_error: Optional[str] = "message") -> int:
+        stream = self.stream
+        if stream is None:
+            raise CommClosedError()
+        frames = self.encoder(serializers, on_error or "message").dumps(msg)
+        prefix = b"" if self.greeted else MAGIC
+        try:
+            written = write_frames(stream, frames, prefix)
+            self.greeted = True
+        except StreamClosedError as exc:
+            self.stream = None
+            self._closed = True
+            convert_stream_closed_error(self, exc)
+        except BaseException:
+            self.abort()
+            raise
+        return written
+
+    def handshake_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = super().handshake_info()  # type: ignore[misc]  # Comm's
+        info[WIRE_KEY] = WIRE_VERSION
+        return info
+
+    @staticmethod
+    def handshake_configuration(local: dict[str, Any], remote: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = TCP.handshake_configuration(local, remote)
+        theirs = remote.get(WIRE_KEY)
+        if theirs != local[WIRE_KEY]:
+            raise ValueError(f"the peer writes fastser wire version {theirs}, this process "
+                             f"{local[WIRE_KEY]}: install the same fastser everywhere")
+        out[WIRE_KEY] = WIRE_VERSION
+        return out
+
+
+def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
+                 context: Mapping[str, Any], frame_split_size: int) -> Encoder:
+    """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
+    `context` (its "compression": distributed's name, used when fastser has it too)."""
+    compression = context.get("compression")
+    if compression not in COMPRESSIONS or not installed(compression):
+        compression = None
+    return Encoder(serializers=families(serializers) or None,
+                   on_error="raise" if on_error == "raise" else "message", context=context,
+                   frame_split_size=frame_split_size, default=distributed_to_fastser,
+                   compression=compression)
+
+
+def installed(compression: str) -> bool:
+    try:
+        Encoder(compression=compression)
+    except ValueError:  # fastser's answer for a compressor whose package is missing
+        return False
+    return True
+
+
+class FastserTCP(FastserComm, TCP):
+    """An established fastser:// connection."""
+
+
+class FastserTLS(FastserComm, TLS):
+    """An established fastser-tls:// connection."""
+
+
+class FastserConnector(TCPConnector):
+    prefix = "fastser://"
+    comm_class = FastserTCP
+
+
+class FastserTLSConnector(TLSConnector):
+    prefix = "fastser-tls://"
+    comm_class = FastserTLS
+
+
+class FastserListener(TCPListener):
+    prefix = "fastser://"
+    comm_class = FastserTCP
+
+
+class FastserTLSListener(TLSListener):
+    prefix = "fastser-tls://"
+    comm_class = FastserTLS
+
+
+class FastserBackend(TCPBackend):
+    """The backend of fastser:// (entry point "fastser" of distributed.comm.backends)."""
+
+    _connector_class = FastserConnector
+    _listener_class = FastserListener
+
+
+class FastserTLSBackend(TLSBackend):
+    """The backend of fastser-tls:// (entry point "fastser-tls")."""
+
+    _connector_class = FastserTLSConnector
+    _listener_class = FastserTLSListener
+
+
+register_serialization_family(DISTRIBUTED_FAMILY, refuse_dumps, distributed_loads)
+register_distributed_family(FASTSER_FAMILY, fastser_dumps, fastser_loads)

@@ -1,0 +1,400 @@
+"""fastser.dask: the fastser:// comm backends in a real LocalCluster (worker processes), the
+bridge between fastser:// and tcp://, and hostile peers on a fastser:// port. Skipped
+without distributed (the dask extra). Every wait has a timeout, so a bug fails, not hangs."""
+
+import asyncio
+import importlib.metadata
+import logging
+import operator
+import pathlib
+import shutil
+import socket
+import struct
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed")
+
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+from distributed import Client, LocalCluster, Nanny, Scheduler, Worker  # noqa: E402
+from distributed.security import Security  # noqa: E402
+from distributed.comm.core import connect  # noqa: E402
+from distributed.comm.core import CommClosedError  # noqa: E402
+from distributed.protocol.core import dumps as distributed_dumps  # noqa: E402
+from distributed.protocol.core import loads as distributed_loads  # noqa: E402
+from distributed.protocol.serialize import Pickled as DPickled  # noqa: E402
+from distributed.protocol.serialize import Serialize as DSerialize  # noqa: E402
+from distributed.protocol.serialize import Serialized as DSerialized  # noqa: E402
+from distributed.protocol.serialize import ToPickle as DToPickle  # noqa: E402
+from distributed.protocol.serialize import serialize as distributed_serialize  # noqa: E402
+
+import fastser  # noqa: E402
+from fastser import Decoder, Encoder  # noqa: E402
+from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
+                          FastserSerialized, FastserTLSBackend, distributed_to_fastser,
+                          fastser_to_distributed, make_encoder)
+
+TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
+
+# Installed in every process of the cluster (the workers get it as a preload, the test
+# process runs it): counts calls of distributed's message codec and of fastser's comm.
+PROBE = '''
+import distributed.protocol as probed_protocol
+import fastser.dask as probed_dask
+
+
+def install():
+    counts = {"dumps": 0, "loads": 0, "reads": 0, "writes": 0}
+    originals = (probed_protocol.dumps, probed_protocol.loads,
+                 probed_dask.FastserComm.read, probed_dask.FastserComm.write)
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            return function(*args, **kwargs)
+        return call
+
+    async def counted_read(self, *args, **kwargs):
+        counts["reads"] += 1
+        return await originals[2](self, *args, **kwargs)
+
+    async def counted_write(self, *args, **kwargs):
+        counts["writes"] += 1
+        return await originals[3](self, *args, **kwargs)
+
+    probed_protocol.dumps = counted("dumps", originals[0])
+    probed_protocol.loads = counted("loads", originals[1])
+    probed_dask.FastserComm.read = counted_read
+    probed_dask.FastserComm.write = counted_write
+    probed_protocol.fastser_probe = counts
+    probed_protocol.fastser_probe_originals = originals
+
+
+# distributed may import (and reload) a preload more than once: install once.
+if not hasattr(probed_protocol, "fastser_probe"):
+    install()
+'''
+# What a worker evaluates to report its counts (client.run ships the builtin eval by name).
+READ_PROBE = "__import__('distributed').protocol.fastser_probe"
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def probe() -> Iterator[dict[str, int]]:
+    # getattr/setattr: the names PROBE adds are unknown to the type checker.
+    import distributed.protocol as protocol
+    exec(PROBE, {})
+    try:
+        yield getattr(protocol, "fastser_probe")
+    finally:
+        originals = getattr(protocol, "fastser_probe_originals")
+        for owner, name, original in zip((protocol, protocol, FastserComm, FastserComm),
+                                         ("dumps", "loads", "read", "write"), originals):
+            setattr(owner, name, original)
+        delattr(protocol, "fastser_probe")
+        delattr(protocol, "fastser_probe_originals")
+
+
+@pytest.fixture(scope="module")
+def client(probe: dict[str, int]) -> Iterator[Client]:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      protocol="fastser://", host="127.0.0.1", dashboard_address=":0",
+                      preload=[PROBE]) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2, timeout=TIMEOUT)
+        yield client
+
+
+@pytest.fixture(scope="module")
+def workers(client: Client) -> list[str]:
+    return sorted(client.scheduler_info()["workers"])
+
+
+def test_backends_are_entry_points() -> None:
+    found = {entry.name: entry.load()
+             for entry in importlib.metadata.entry_points(group="distributed.comm.backends")}
+    assert found["fastser"] is FastserBackend
+    assert found["fastser-tls"] is FastserTLSBackend
+
+
+def test_array_moves_worker_to_worker(client: Client, workers: list[str]) -> None:
+    a, b = workers
+    x = client.submit(np.arange, 1_000_000, workers=[a])
+    total = client.submit(np.sum, x, workers=[b])
+    assert total.result(timeout=TIMEOUT) == 499_999_500_000
+    # x was computed on a and fetched by b (lists stay lists on fastser://, as on inproc://).
+    assert client.who_has(total)[total.key] == [b]
+    assert sorted(client.who_has(x)[x.key]) == [a, b]
+    moved = client.submit(operator.mul, x, 2, workers=[b], pure=False)
+    np.testing.assert_array_equal(moved.result(timeout=TIMEOUT), np.arange(1_000_000) * 2)
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_gather(client: Client, direct: bool) -> None:
+    futures = client.map(operator.neg, range(50), key=[f"neg-{direct}-{i}" for i in range(50)])
+    assert client.gather(futures, direct=direct) == [-i for i in range(50)]
+
+
+def test_scatter_bytes(client: Client) -> None:
+    data = bytes(range(256)) * 1000  # 256,000 bytes: a frame of its own
+    [future] = client.scatter([data])
+    assert client.submit(len, future).result(timeout=TIMEOUT) == len(data)
+    assert future.result(timeout=TIMEOUT) == data
+
+
+def test_map_of_200_tasks(client: Client) -> None:
+    futures = client.map(operator.add, range(200), [7] * 200)
+    assert client.gather(futures) == [i + 7 for i in range(200)]
+
+
+def test_dask_array_reduction(client: Client) -> None:
+    x = da.ones((2000, 2000), chunks=(500, 500))
+    assert client.compute(x.sum()).result(timeout=TIMEOUT) == 4_000_000
+    assert client.compute((x + x.T).mean(axis=0)).result(timeout=TIMEOUT).tolist() == \
+        [2.0] * 2000
+
+
+def test_large_message_is_opened_off_the_event_loop(client: Client,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import fastser.dask
+    opened: list[Any] = []
+
+    def counted(function: Any, *args: Any) -> Any:
+        opened.append(function)
+        return offload(function, *args)
+
+    offload = getattr(fastser.dask, "offload")  # distributed.utils.offload, as imported there
+    monkeypatch.setattr(fastser.dask, "offload", counted)
+    big = client.submit(np.ones, 3 * 2**20, pure=False)  # 24 MiB, above distributed's 10 MiB
+    assert client.gather(big).sum() == 3 * 2**20
+    assert client.gather(client.submit(operator.neg, 1, pure=False)) == -1
+    assert len(opened) == 1  # the large result only, read by this (the client's) process
+
+
+def test_task_exception_reaches_the_client(client: Client) -> None:
+    with pytest.raises(ZeroDivisionError):
+        client.submit(operator.truediv, 1, 0).result(timeout=TIMEOUT)
+
+
+def hostile(address: str, data: bytes) -> bytes:
+    """Connect to a fastser:// address, send `data`, return all bytes until the peer
+    closes the connection (within TIMEOUT)."""
+    host, port = address.removeprefix("fastser://").rsplit(":", 1)
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        sock.sendall(data)
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"GET / HTTP/1.1\r\nHost: scheduler\r\n\r\n", "does not speak fastser"),
+    (MAGIC + struct.pack("<2Q", 1, 2**62), "Limits.max_frame_bytes"),
+    (MAGIC + struct.pack("<Q", 2**62), "Limits.max_frames"),
+])
+def test_hostile_peer_is_refused_before_allocation(client: Client, data: bytes,
+                                                   reason: str) -> None:
+    records = Records()
+    logging.getLogger("fastser.dask").addHandler(records)
+    try:
+        greeting = hostile(client.scheduler_info()["address"], data)
+    finally:
+        logging.getLogger("fastser.dask").removeHandler(records)
+    # The scheduler greeted, then closed the connection, saying why: the limit refused
+    # the prelude before the buffer it announces was allocated.
+    assert greeting.startswith(MAGIC)
+    assert any(reason in message for message in records.messages), records.messages
+    assert client.submit(operator.add, 1, 2, pure=False).result(timeout=TIMEOUT) == 3
+
+
+def test_distributed_codec_never_called(client: Client, probe: dict[str, int]) -> None:
+    # Runs after the tests above (file order): the whole cluster's traffic so far.
+    assert client.submit(operator.neg, 5).result(timeout=TIMEOUT) == -5
+    counts = {"test process": dict(probe)}
+    counts.update(client.run(eval, READ_PROBE))
+    assert len(counts) == 3
+    for where, count in counts.items():
+        assert count["dumps"] == 0 and count["loads"] == 0, (where, count)
+        assert count["reads"] > 10 and count["writes"] > 10, (where, count)
+
+
+def encode_for_scheduler(msg: Any) -> Any:
+    """msg written by a worker or client over fastser:// and read by the scheduler."""
+    frames = Encoder(default=distributed_to_fastser).dumps(msg)
+    return Decoder(deserialize=False, open_pickled=True,
+                   serialized_factory=fastser_to_distributed).loads(frames), frames
+
+
+def test_scheduler_keeps_payloads_and_opens_topickle() -> None:
+    array = np.arange(100_000)
+    kept, frames = encode_for_scheduler(
+        {"data": DSerialize(array), "code": DToPickle(operator.add), "other": {1, 2}})
+    assert type(kept["data"]) is FastserSerialized
+    assert isinstance(kept["data"], DSerialized)
+    assert kept["code"] is operator.add and kept["other"] == {1, 2}
+    # Forwarded on fastser:// unchanged: the same frames, byte for byte.
+    again = Encoder(default=distributed_to_fastser).dumps(
+        {"data": kept["data"], "code": DToPickle(operator.add), "other": {1, 2}})
+    assert [bytes(f) for f in again] == [bytes(f) for f in frames]
+    # Opened where deserialize=True (a worker).
+    out = Decoder().loads(again)
+    np.testing.assert_array_equal(out["data"], array)
+
+
+def test_payload_crosses_from_fastser_to_tcp() -> None:
+    array = np.arange(100_000)
+    kept, _ = encode_for_scheduler({"data": DSerialize(array)})
+    # The scheduler forwards it to a tcp:// peer: distributed's own codec, family "fastser".
+    frames = distributed_dumps({"data": kept["data"]})
+    np.testing.assert_array_equal(distributed_loads(frames)["data"], array)
+    # And back from a tcp:// scheduler onto fastser://: still the fastser payload.
+    on_tcp = distributed_loads(distributed_dumps({"data": kept["data"]}), deserialize=False)
+    back = Encoder(default=distributed_to_fastser).dumps(on_tcp)
+    np.testing.assert_array_equal(Decoder().loads(back)["data"], array)
+
+
+def test_payload_crosses_from_tcp_to_fastser() -> None:
+    value = {"a": np.arange(10), "b": b"x" * 100_000}
+    header, frames = distributed_serialize(value)
+    kept, _ = encode_for_scheduler({"data": DSerialized(header, frames)})
+    # A scheduler gets distributed's header back, as distributed's own codec makes it.
+    assert type(kept["data"]) is DSerialized
+    assert kept["data"].header.keys() == header.keys()
+    assert type(header["sub-headers"]) is list
+    assert type(kept["data"].header["sub-headers"]) is tuple  # as msgpack gives it on tcp://
+    out = Decoder().loads(Encoder(default=distributed_to_fastser).dumps(kept))
+    np.testing.assert_array_equal(out["data"]["a"], value["a"])
+    assert out["data"]["b"] == value["b"]
+
+
+def test_distributed_pickled_is_opened() -> None:
+    pickled = distributed_loads(distributed_dumps({"p": DToPickle(np.arange(5))}),
+                                deserialize=False)
+    msg = {"p": DPickled({"pickled-obj": fastser.serialize([1, 2], ["pickle"])[1][0]}, [])}
+    assert Decoder().loads(Encoder(default=distributed_to_fastser).dumps(msg)) == {"p": [1, 2]}
+    np.testing.assert_array_equal(pickled["p"], np.arange(5))
+
+
+def test_distributed_family_fastser_on_plain_tcp() -> None:
+    # The preload recipe of docs/dask.md: serializers=["fastser", ...] on tcp:// comms.
+    frames = distributed_dumps({"x": DSerialize(np.arange(1000))},
+                               serializers=["fastser", "pickle"])
+    np.testing.assert_array_equal(distributed_loads(frames)["x"], np.arange(1000))
+
+
+@pytest.mark.parametrize("agreed, used", [
+    ("lz4", "lz4"), ("zstd", "zstd"), ("zlib", "zlib"), ("snappy", None), (None, None)])
+def test_compression_agreed_in_the_handshake(agreed: Any, used: Any) -> None:
+    pytest.importorskip("lz4")
+    pytest.importorskip("zstandard")
+    encoder = make_encoder(None, "message", {"compression": agreed}, 2**26)
+    msg = {"data": DSerialize(np.zeros(100_000)), "op": "x"}
+    frames = encoder.dumps(msg)
+    header = fastser.loads(frames, deserialize=False)["data"].header
+    assert header.get("compression", [None])[0] == used
+    np.testing.assert_array_equal(Decoder().loads(frames)["data"], np.zeros(100_000))
+
+
+def test_serializers_and_on_error_of_write() -> None:
+    # Comm.write(serializers=["msgpack"]): payloads msgpack cannot take fail as "error"
+    # records (on_error="message"), while other objects are still pickled, as distributed does.
+    encoder = make_encoder(["msgpack"], "message", {}, 2**26)
+    frames = encoder.dumps({"ok": DSerialize([1, 2]), "bad": DSerialize(np.arange(3)),
+                            "cls": logging.Formatter})
+    with pytest.raises(fastser.DeserializationError, match="could not serialize"):
+        Decoder().loads(frames)
+    kept = Decoder(deserialize=False, open_pickled=True).loads(frames)
+    assert kept["ok"].header["serializer"] == "msgpack"
+    assert kept["cls"] is logging.Formatter
+    with pytest.raises(fastser.SerializationError):
+        make_encoder(["msgpack"], "raise", {}, 2**26).dumps({"bad": DSerialize(np.arange(3))})
+
+
+def test_handshake_requires_the_same_wire_version() -> None:
+    ours = {"compression": None, "pickle-protocol": 5, WIRE_KEY: 3}
+    assert FastserComm.handshake_configuration(ours, dict(ours))[WIRE_KEY] == 3
+    with pytest.raises(ValueError, match="wire version 2"):
+        FastserComm.handshake_configuration(ours, {**ours, WIRE_KEY: 2})
+    with pytest.raises(ValueError, match="wire version None"):
+        FastserComm.handshake_configuration(ours, {"compression": None, "pickle-protocol": 5})
+
+
+async def mixed_cluster() -> None:
+    # Lists of protocols and ports work, though distributed annotates one of each.
+    listen: dict[str, Any] = {"protocol": ["tcp://", "fastser://"], "port": [0, 0]}
+    async with Scheduler(**listen, host="127.0.0.1", dashboard=False) as scheduler:
+        tcp_address, fastser_address = (listener.contact_address
+                                        for listener in scheduler.listeners)
+        assert tcp_address.startswith("tcp://") and fastser_address.startswith("fastser://")
+        # A worker process on tcp:// with the preload of docs/dask.md, one on fastser://.
+        async with Nanny(tcp_address, nthreads=1, preload=["fastser.dask"]) as tcp_worker, \
+                Worker(fastser_address, nthreads=1) as fastser_worker, \
+                Client(fastser_address, asynchronous=True) as fastser_client, \
+                Client(tcp_address, asynchronous=True) as tcp_client:
+            a = np.arange(100_000)
+            b = np.arange(100_000) * 3
+            # Each payload crosses the codecs twice, through the scheduler: scattered from
+            # one scheme to a worker on the other, gathered back the same way.
+            [on_tcp] = await fastser_client.scatter([a], workers=[tcp_worker.worker_address])
+            [on_fastser] = await tcp_client.scatter([b], workers=[fastser_worker.address])
+            np.testing.assert_array_equal(await fastser_client.gather(on_tcp), a)
+            np.testing.assert_array_equal(await tcp_client.gather(on_fastser), b)
+            # Worker to worker, each fetching from the other's listener.
+            tripled = fastser_client.submit(operator.mul, on_tcp, 3,
+                                            workers=[fastser_worker.address])
+            total = fastser_client.submit(operator.add, on_tcp, tripled,
+                                          workers=[tcp_worker.worker_address])
+            np.testing.assert_array_equal(await total, a * 4)
+            # The wrong scheme on either port fails at once, with a clear message.
+            with pytest.raises(CommClosedError, match="does not speak fastser"):
+                await connect(tcp_address.replace("tcp://", "fastser://"), timeout=TIMEOUT)
+            with pytest.raises(Exception) as refused:
+                await connect(fastser_address.replace("fastser://", "tcp://"), timeout=TIMEOUT)
+            assert not isinstance(refused.value, asyncio.TimeoutError)
+
+
+def test_mixed_schemes() -> None:
+    asyncio.run(asyncio.wait_for(mixed_cluster(), 3 * TIMEOUT))
+
+
+async def tls_cluster(security: Any) -> None:
+    async with Scheduler(protocol="fastser-tls://", host="127.0.0.1", dashboard=False,
+                         security=security) as scheduler:
+        address = scheduler.address
+        assert address.startswith("fastser-tls://")
+        async with Worker(address, nthreads=1, security=security) as worker, \
+                Client(address, security=security, asynchronous=True) as client:
+            assert worker.address.startswith("fastser-tls://")
+            x = client.submit(np.arange, 100_000, pure=False)
+            np.testing.assert_array_equal(await client.submit(operator.mul, x, 2),
+                                          np.arange(100_000) * 2)
+            # require-encryption refuses fastser:// (unencrypted) and accepts fastser-tls://.
+            with pytest.raises(RuntimeError, match="encryption required"):
+                await connect(address.replace("fastser-tls://", "fastser://"),
+                              **security.get_connection_args("client"))
+
+
+def test_fastser_tls(tmp_path: pathlib.Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs openssl to make a self-signed certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=TIMEOUT)
+    files = {f"tls_{role}_{kind}": str(path) for role in ("scheduler", "worker", "client")
+             for kind, path in (("key", key), ("cert", cert))}
+    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
+    asyncio.run(asyncio.wait_for(tls_cluster(security), 3 * TIMEOUT))
