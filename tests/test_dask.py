@@ -34,6 +34,7 @@ from distributed.protocol.serialize import serialize as distributed_serialize  #
 
 import fastser  # noqa: E402
 from fastser import Decoder, Encoder  # noqa: E402
+from fastser._wire import WIRE_VERSION  # noqa: E402
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserSerialized, FastserTLSBackend, distributed_to_fastser,
                           fastser_to_distributed, make_encoder)
@@ -323,8 +324,8 @@ def test_serializers_and_on_error_of_write() -> None:
 
 
 def test_handshake_requires_the_same_wire_version() -> None:
-    ours = {"compression": None, "pickle-protocol": 5, WIRE_KEY: 3}
-    assert FastserComm.handshake_configuration(ours, dict(ours))[WIRE_KEY] == 3
+    ours = {"compression": None, "pickle-protocol": 5, WIRE_KEY: WIRE_VERSION}
+    assert FastserComm.handshake_configuration(ours, dict(ours))[WIRE_KEY] == WIRE_VERSION
     with pytest.raises(ValueError, match="wire version 2"):
         FastserComm.handshake_configuration(ours, {**ours, WIRE_KEY: 2})
     with pytest.raises(ValueError, match="wire version None"):
