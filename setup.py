@@ -44,6 +44,7 @@ COMPILED_MODULES = [
     "fastser/_compression.py",
     "fastser/_paths.py",
     "fastser/_walk.py",
+    "fastser/_depth.py",
     "fastser/_encoder.py",
     "fastser/_decoder.py",
     "fastser/_codec.py",

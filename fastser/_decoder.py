@@ -9,14 +9,15 @@ Version 1 headers (tuples as nested extension payloads) are still read; their ne
 bounded by MAX_NESTED_EXT, as each level costs a nested msgpack call on the C stack.
 """
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Optional, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Optional
 
 import msgpack
 
 from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits
 from ._compression import compression_names, decompress
+from ._depth import deeper_than, is_container
 from ._serialize import check_families, deserialize_within
 from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
@@ -30,7 +31,6 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
-PICKLE: Final = "pickle"
 SMALL_HEADER_BYTES: Final = 4096
 
 
@@ -78,7 +78,7 @@ class Decoder:
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
         self.open_pickled = bool(open_pickled)
         self.serialized_factory = serialized_factory
-        self.pickle_allowed: bool = self.deserializers is None or PICKLE in self.deserializers
+        self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
 
     def loads(self, frames: Sequence[Frame]) -> Any:
         given: object = frames  # untrusted: checked, not assumed, to be a frame sequence
@@ -160,45 +160,6 @@ class Decoder:
             raise DeserializationError(
                 f"message of {total} bytes exceeds "
                 f"Limits.max_message_bytes={limits.max_message_bytes}")
-
-
-def is_container(obj: object) -> bool:
-    t = type(obj)
-    return t is dict or t is list or t is tuple or t is set or t is frozenset
-
-
-def deeper_than(obj: object, budget: int, keys: bool) -> bool:
-    """Whether containers nest more than `budget` levels below `obj` (a container). With
-    `keys`, dict keys are looked at too (a tuple key nests like any tuple); without, only
-    values — right when the decode made no tuple, set or frozenset, as no other container
-    can be a key."""
-    if budget == 0:
-        return True
-    # Typed loops over exact types: mypyc iterates lists and dicts without the generic
-    # iterator protocol, and most items are scalars that need no call.
-    if type(obj) is dict:
-        mapping: dict[Any, Any] = obj
-        for key, value in mapping.items():  # mypyc: faster than .values() or keys
-            if keys and type(key) is not str and is_container(key) and \
-                    deeper_than(key, budget - 1, keys):
-                return True
-            t = type(value)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
-                    deeper_than(value, budget - 1, keys):
-                return True
-        return False
-    if type(obj) is list:
-        sequence: list[Any] = obj
-        for item in sequence:
-            t = type(item)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
-                    deeper_than(item, budget - 1, keys):
-                return True
-        return False
-    for item in cast(Iterable[Any], obj):
-        if is_container(item) and deeper_than(item, budget - 1, keys):
-            return True
-    return False
 
 
 def where(refs: list[Any]) -> str:
@@ -427,7 +388,7 @@ class DecodeState:
     def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.pickle_allowed and (decoder.deserialize or decoder.open_pickled):
-            if header.get(HEADER_SERIALIZER) != PICKLE:
+            if header.get(HEADER_SERIALIZER) != PICKLE_FAMILY:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
             header, frames = self.inflate_payload(header, frames)

@@ -14,7 +14,7 @@ LAYERS = [
     {"_buffers"},
     {"_split", "_compression"},
     {"_serialize"},
-    {"_paths", "_walk", "_encoder", "_decoder", "_codec"},
+    {"_paths", "_walk", "_depth", "_encoder", "_decoder", "_codec"},
     {"_framing"},
     {"_aio", "_sock"},
     {"_facade", "__init__", "__main__", "_demo", "_inspect", "aio", "sock", "dask"},
