@@ -18,7 +18,7 @@ from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits
 from ._compression import compression_names, decompress
 from ._depth import deeper_than, is_container
-from ._serialize import check_families, deserialize_within
+from ._serialize import check_families, deserialize_within, unpickle_directly
 from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
@@ -256,6 +256,11 @@ class DecodeState:
         """A version 4 record of one inline pickle: as [mark, {"serializer": "pickle"},
         [data]], with a header of its own (a Serialized or Pickled may be changed by its
         receiver)."""
+        decoder = self.decoder
+        if decoder.deserialize and decoder.pickle_allowed:
+            found, value = unpickle_directly(data)  # a task, without the family call
+            if found:
+                return value
         header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
         try:
             if code == EXT_PICKLE_SERIALIZED:

@@ -22,7 +22,7 @@ from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
 from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
-                         check_on_error, error_payload, serialize_with)
+                         check_on_error, error_payload, pickle_directly, serialize_with)
 from ._split import split_frames
 from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
@@ -152,6 +152,12 @@ class Encoder:
         self.compression: Optional[str] = check_compression(compression)
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
+        # Whether Serialize payloads may take the direct pickle writer's shortcut
+        # (_serialize.pickle_directly): the chain must be ("dispatch", "pickle") or
+        # ("pickle",), and nothing compressed.
+        self.direct_pickle: bool = self.compression is None and (
+            self.serializers == DEFAULT_SERIALIZERS or self.serializers == PICKLE_ONLY)
+        self.dispatch_first: bool = self.serializers == DEFAULT_SERIALIZERS
         self.max_depth: int = DEFAULT_MAX_DEPTH
         # Packers are not thread-safe; list.pop/append are atomic, so each call takes its
         # own from this pool and a shared Encoder stays safe across threads.
@@ -358,6 +364,12 @@ class Encoder:
 
     def serialized_record(self, code: int, data: object, names: Sequence[str], obj: object,
                           state: EncodeState) -> object:
+        if names is PICKLE_ONLY and self.compression is None or \
+                names is self.serializers and self.direct_pickle:
+            pickled = pickle_directly(data, names is not PICKLE_ONLY and self.dispatch_first)
+            if pickled is not None and len(pickled) < OUT_OF_BAND_BYTES:
+                return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
+                           else EXT_PICKLE_PICKLED, pickled)  # as record() would write it
         try:
             header, payload = serialize_with(data, names, self.on_error, self.context)
         except SerializationError as exc:

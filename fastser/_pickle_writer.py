@@ -55,13 +55,20 @@ SYS_MODULES: Final = sys.modules
 DOUBLE: Final = struct.Struct(">d")
 INT32: Final = struct.Struct("<i")
 UINT32: Final = struct.Struct("<I")
-UINT16: Final = struct.Struct("<H")
 SIZE_BYTE: Final = tuple(bytes((size,)) for size in range(256))
+# An opcode and its one-byte argument as one part: the join at the end costs per part.
+BININT1_OF: Final = tuple(BININT1 + size for size in SIZE_BYTE)
+BININT2_LOW: Final = tuple(BININT2 + size for size in SIZE_BYTE)  # then the high byte
+SHORT_BINUNICODE_OF: Final = tuple(SHORT_BINUNICODE + size for size in SIZE_BYTE)
+SHORT_BINBYTES_OF: Final = tuple(SHORT_BINBYTES + size for size in SIZE_BYTE)
 
 # Deeper structures go to pickle, which has its own recursion handling.
 MAX_DEPTH: Final = 32
 # Larger bytes and str go to pickle: copying them into the writer's parts gains nothing.
 MAX_INLINE_BYTES: Final = 1 << 16
+# Writers kept for reuse between calls (allocating one per task costs more than a task's
+# opcodes); more than this many at once are threads' extras, left to the collector.
+MAX_POOLED_WRITERS: Final = 16
 # Globals whose opcodes are kept (a task graph names a handful of functions thousands of
 # times); the table is emptied when full rather than grown.
 MAX_GLOBALS: Final = 4096
@@ -120,11 +127,10 @@ def global_name(obj: object) -> GlobalName:
     if module is None or resolve(module, name) is not obj:
         raise Decline()
     writer = PickleWriter()
-    writer.parts.clear()
     writer.write_str(module_name)
     writer.write_str(name)
     writer.parts.append(STACK_GLOBAL)
-    entry = GlobalName(obj, module_name, module, name, b"".join(writer.parts))
+    entry = GlobalName(obj, module_name, module, name, b"".join(writer.parts[1:]))
     if len(GLOBALS) >= MAX_GLOBALS:
         GLOBALS.clear()
     GLOBALS[id(obj)] = entry
@@ -159,7 +165,7 @@ class PickleWriter:
         elif obj is False:
             parts.append(NEWFALSE)
         elif t is bytes:
-            self.write_sized(SHORT_BINBYTES, BINBYTES, cast(bytes, obj))
+            self.write_sized(SHORT_BINBYTES_OF, BINBYTES, cast(bytes, obj))
         elif t is list:
             self.write_list(cast("list[Any]", obj), depth)
         elif t is dict:
@@ -177,15 +183,15 @@ class PickleWriter:
         except UnicodeEncodeError:
             # Lone surrogates: pickle writes them with "surrogatepass"; leave them to it.
             raise Decline()
-        self.write_sized(SHORT_BINUNICODE, BINUNICODE, encoded)
+        self.write_sized(SHORT_BINUNICODE_OF, BINUNICODE, encoded)
 
-    def write_sized(self, short_opcode: bytes, opcode: bytes, data: bytes) -> None:
-        """Data after its opcode and length: one length byte below 256, else four."""
+    def write_sized(self, short_heads: tuple[bytes, ...], opcode: bytes, data: bytes) -> None:
+        """Data after its opcode and length: one length byte below 256 (the short opcode
+        and that byte, from `short_heads`), else four."""
         parts = self.parts
         size = len(data)
         if size < 256:
-            parts.append(short_opcode)
-            parts.append(SIZE_BYTE[size])
+            parts.append(short_heads[size])
         elif size <= MAX_INLINE_BYTES:
             parts.append(opcode)
             parts.append(UINT32.pack(size))
@@ -196,11 +202,11 @@ class PickleWriter:
     def write_int(self, number: int) -> None:
         parts = self.parts
         if 0 <= number < 256:
-            parts.append(BININT1)
-            parts.append(SIZE_BYTE[number])
+            parts.append(BININT1_OF[number])
         elif 0 <= number < 65536:
-            parts.append(BININT2)
-            parts.append(UINT16.pack(number))
+            # Two table lookups: a struct.pack call costs ten times more compiled.
+            parts.append(BININT2_LOW[number & 0xFF])
+            parts.append(SIZE_BYTE[number >> 8])
         elif -2**31 <= number < 2**31:
             parts.append(BININT)
             parts.append(INT32.pack(number))
@@ -271,12 +277,29 @@ class PickleWriter:
         self.parts.append(BUILD)
 
 
+    def reset(self) -> None:
+        self.parts.clear()
+        self.parts.append(PROTO_5)
+        self.containers = None
+
+
+WRITERS: Final[list[PickleWriter]] = []
+
+
 def write_pickle(obj: object) -> Optional[bytes]:
     """The protocol-5 pickle of `obj` written directly, or None when pickle must do it."""
-    writer = PickleWriter()
+    try:
+        writer = WRITERS.pop()  # atomic: threads never share a writer
+    except IndexError:
+        writer = PickleWriter()
+    written: Optional[bytes] = None
     try:
         writer.write(obj, 0)
+        writer.parts.append(STOP)
+        written = b"".join(writer.parts)
     except Decline:
-        return None
-    writer.parts.append(STOP)
-    return b"".join(writer.parts)
+        pass
+    writer.reset()
+    if len(WRITERS) < MAX_POOLED_WRITERS:
+        WRITERS.append(writer)
+    return written

@@ -13,13 +13,16 @@ from ._dispatch import register_builtin_types
 from ._errors import DeserializationError, FastserError, SerializationError, chained
 from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
+from ._pickle_reader import read_pickle
+from ._pickle_writer import write_pickle
 from ._registry import REGISTRY, register_serialization_family
 from ._types import Frame, Header
-from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER
+from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 OnError = Literal["raise", "message"]
-DEFAULT_SERIALIZERS: Final = ("dispatch", "pickle")
+DISPATCH_FAMILY: Final = "dispatch"
+DEFAULT_SERIALIZERS: Final = (DISPATCH_FAMILY, PICKLE_FAMILY)
 # What a process that must never unpickle should pass as `deserializers`.
 SAFE_DESERIALIZERS: Final = ("dispatch", "msgpack", "error")
 ERROR_FAMILY: Final = "error"
@@ -146,3 +149,39 @@ def register_builtin_families() -> None:
 
 
 register_builtin_families()
+
+# The built-in families as registered above: a family registered again under the same name
+# (register_serialization_family) replaces one of these, and turns the shortcuts below off.
+BUILTIN_DISPATCH: Final = REGISTRY.families[DISPATCH_FAMILY]
+BUILTIN_PICKLE: Final = REGISTRY.families[PICKLE_FAMILY]
+
+
+def pickle_directly(obj: object, dispatch_first: bool) -> Optional[bytes]:
+    """The one frame that serialize_with(obj, ("dispatch", "pickle")) — or ("pickle",)
+    without `dispatch_first` — would make, when the built-in "pickle" family would make it
+    with its direct writer; None sends the caller the general way.
+
+    A task of a graph costs less to pickle than the general way costs to reach the pickle
+    family (two family calls, a header dict, a tuple): this gives the same frame without
+    them, as long as both families are the built-in ones and dispatch has no entry for
+    the object's type."""
+    families = REGISTRY.families
+    if families.get(PICKLE_FAMILY) is not BUILTIN_PICKLE:
+        return None
+    if dispatch_first and (families.get(DISPATCH_FAMILY) is not BUILTIN_DISPATCH or
+                           REGISTRY.for_type(type(obj)) is not None):
+        return None
+    return write_pickle(obj)
+
+
+def unpickle_directly(data: bytes) -> tuple[bool, Any]:
+    """(True, the object) when the built-in "pickle" family would read the one frame `data`
+    with its direct reader, which did; (False, None) sends the caller the general way
+    (deserialize_within), which also gives any error its context. The caller has checked
+    that pickle is allowed."""
+    if REGISTRY.families.get(PICKLE_FAMILY) is not BUILTIN_PICKLE:
+        return False, None
+    try:
+        return read_pickle(data)
+    except Exception:
+        return False, None  # the general way raises it again, with its context
