@@ -26,7 +26,6 @@ AUDIT: Final = sys.audit
 DOUBLE: Final = struct.Struct(">d")
 INT32: Final = struct.Struct("<i")
 UINT32: Final = struct.Struct("<I")
-UINT16: Final = struct.Struct("<H")
 UINT64: Final = struct.Struct("<Q")
 
 # Opcode bytes (pickletools names).
@@ -174,16 +173,29 @@ GLOBAL_REFS: Final[dict[bytes, GlobalRef]] = {}
 MAX_GLOBAL_REFS: Final = 4096
 
 
+# The stack and the mark list keep this many placeholders under their first entry: CPython
+# reallocates a list that shrinks below half its capacity, and a task's pickle fills and
+# empties its stack a dozen times, which cost more in reallocations than in reading.
+STACK_BASE: Final = 16
+
+
 class PickleReader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.stack: list[Any] = []
-        self.marks: list[int] = []
+    def __init__(self) -> None:
+        self.data = b""
+        self.stack: list[Any] = [None] * STACK_BASE
+        self.marks: list[int] = [0] * STACK_BASE
         self.memo: list[Any] = []
+
+    def reset(self) -> None:
+        """Ready for the next pickle, holding nothing of the last."""
+        self.data = b""
+        del self.stack[STACK_BASE:]
+        del self.marks[STACK_BASE:]
+        self.memo.clear()
 
     def pop_mark(self) -> list[Any]:
         """The items pushed since the last MARK, removed from the stack."""
-        if not self.marks:
+        if len(self.marks) <= STACK_BASE:
             raise Decline()
         start = self.marks.pop()
         stack = self.stack
@@ -192,12 +204,12 @@ class PickleReader:
         return items
 
     def pop(self) -> Any:
-        if not self.stack:
+        if len(self.stack) <= STACK_BASE:
             raise Decline()
         return self.stack.pop()
 
     def top(self) -> Any:
-        if not self.stack:
+        if len(self.stack) <= STACK_BASE:
             raise Decline()
         return self.stack[-1]
 
@@ -241,13 +253,16 @@ class PickleReader:
             elif opcode == BININT1:
                 stack.append(data[pos])
                 pos += 1
+            elif opcode == BININT2:  # two bytes, little-endian (a struct call costs more)
+                stack.append(data[pos] | data[pos + 1] << 8)
+                pos += 2
             elif opcode == MEMOIZE:
                 self.memo.append(self.top())
             elif opcode == STACK_GLOBAL:
                 name = self.pop()
                 stack.append(find_global(self.pop(), name))
             elif opcode == TUPLE3:
-                if len(stack) < 3:
+                if len(stack) < STACK_BASE + 3:
                     raise Decline()
                 third = stack.pop()
                 second = stack.pop()
@@ -258,9 +273,9 @@ class PickleReader:
             elif opcode == TUPLE1:
                 stack.append((self.pop(),))
             elif opcode == STOP:
-                if len(stack) != 1 or self.marks:
+                if len(stack) != STACK_BASE + 1 or len(self.marks) != STACK_BASE:
                     raise Decline()
-                return stack[0]
+                return stack[STACK_BASE]
             else:
                 pos = self.read_rare(opcode, pos)
 
@@ -274,9 +289,6 @@ class PickleReader:
             stack.append(True)
         elif opcode == NEWFALSE:
             stack.append(False)
-        elif opcode == BININT2:
-            stack.append(UINT16.unpack_from(data, pos)[0])
-            return pos + 2
         elif opcode == BININT:
             stack.append(INT32.unpack_from(data, pos)[0])
             return pos + 4
@@ -367,12 +379,28 @@ class PickleReader:
             target[items[index]] = items[index + 1]
 
 
+# Readers kept for reuse between calls (making one per task costs more than reading it);
+# more than this many at once are threads' extras, left to the collector.
+READERS: Final[list[PickleReader]] = []
+MAX_POOLED_READERS: Final = 16
+
+
 def read_pickle(data: bytes) -> tuple[bool, Any]:
     """(True, the object) for a pickle this reader knows every opcode of; (False, None)
     when pickle.loads must read it."""
     if not known_opcodes(data):
         return False, None
     try:
-        return True, PickleReader(data).read()
+        reader = READERS.pop()  # atomic: threads never share a reader
+    except IndexError:
+        reader = PickleReader()
+    reader.data = data
+    try:
+        result: tuple[bool, Any] = True, reader.read()
     except Decline:
-        return False, None
+        result = False, None
+    finally:
+        reader.reset()
+    if len(READERS) < MAX_POOLED_READERS:
+        READERS.append(reader)
+    return result

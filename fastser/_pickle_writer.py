@@ -46,6 +46,8 @@ SETITEMS: Final = b"u"
 STACK_GLOBAL: Final = b"\x93"
 REDUCE: Final = b"R"
 BUILD: Final = b"b"
+MEMOIZE: Final = b"\x94"
+BINGET: Final = b"h"
 
 # mypyc looks module attributes and imported names up at every use; Final copies are statics.
 FUNCTION: Final = FunctionType
@@ -144,6 +146,7 @@ class PickleWriter:
         self.parts: list[bytes] = [PROTO_5]
         # ids of the lists and dicts written: one seen twice declines (shared identity).
         self.containers: Optional[set[int]] = None
+        self.memoized = 0  # MEMOIZE opcodes written: the next one stores at this index
 
     def write(self, obj: object, depth: int) -> None:
         # Exact types only: a subclass may pickle differently (its own reducer, its class).
@@ -267,20 +270,36 @@ class PickleWriter:
     def write_partial(self, obj: Any, depth: int) -> None:
         # What functools.partial.__reduce__ returns, written the way pickle writes it:
         # partial(func), then __setstate__((func, args, keywords or None, __dict__ or None)).
+        # The function is written once and memoized, as pickle does: the state names it
+        # again, and a reader would otherwise look it up twice.
         reduced = obj.__reduce__()
         if type(reduced) is not tuple or len(reduced) != 3 or reduced[0] is not PARTIAL:
             raise Decline()
-        self.parts.append(global_name(PARTIAL).opcodes)
-        self.write_tuple(reduced[1], depth + 1)
-        self.parts.append(REDUCE)
-        self.write_tuple(reduced[2], depth + 1)
-        self.parts.append(BUILD)
+        new_args, state = reduced[1], reduced[2]
+        if type(new_args) is not tuple or len(new_args) != 1 or type(state) is not tuple \
+                or len(state) != 4 or state[0] is not new_args[0] or self.memoized > 255:
+            raise Decline()
+        parts = self.parts
+        parts.append(global_name(PARTIAL).opcodes)
+        self.write(new_args[0], depth + 2)
+        parts.append(MEMOIZE)
+        parts.append(TUPLE_OF[1])
+        parts.append(REDUCE)
+        parts.append(MARK)
+        parts.append(BINGET)
+        parts.append(SIZE_BYTE[self.memoized])
+        self.memoized += 1
+        for item in state[1:]:
+            self.write(item, depth + 2)
+        parts.append(TUPLE)
+        parts.append(BUILD)
 
 
     def reset(self) -> None:
         self.parts.clear()
         self.parts.append(PROTO_5)
         self.containers = None
+        self.memoized = 0
 
 
 WRITERS: Final[list[PickleWriter]] = []
