@@ -38,6 +38,7 @@ COMPILED_MODULES = [
     "fastser/_dispatch.py",
     "fastser/_pickle_writer.py",
     "fastser/_pickle_reader.py",
+    "fastser/_task.py",
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_split.py",

@@ -18,16 +18,18 @@ from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits
 from ._compression import compression_names, decompress
 from ._depth import deeper_than, is_container
-from ._serialize import check_families, deserialize_within, unpickle_directly
+from ._serialize import (builtin_pickle, check_families, deserialize_within,
+                         unpickle_directly)
+from ._task import TaskNames, build_task, tail_start
 from ._split import merge_frames
 from ._types import Frame, Header, byte_view, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                    EXT_FROZENSET_MARK, EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK,
-                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SET, EXT_SET_MARK, EXT_TUPLE,
-                    EXT_TUPLE_MARK, HEADER_COMPRESSION, HEADER_SERIALIZER, MAX_NESTED_EXT,
-                    OLDEST_READABLE_VERSION, PICKLE_FAMILY,
-                    WIRE_VERSION)
+                    EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
+                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
+                    EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
+                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK,
+                    FORM_TASK, HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER,
+                    MAX_NESTED_EXT, OLDEST_READABLE_VERSION, PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
@@ -52,6 +54,8 @@ SET_MARK: Final = Mark()
 FROZENSET_MARK: Final = Mark()
 SERIALIZED_MARK: Final = Mark()
 PICKLED_MARK: Final = Mark()
+TASK_SERIALIZED_MARK: Final = Mark()
+TASK_PICKLED_MARK: Final = Mark()
 
 
 def unpack_ref(data: bytes) -> Any:
@@ -189,6 +193,9 @@ class DecodeState:
         self.arrays = 0  # arrays decoded, each seen by list_hook
         self.inflated = 0  # bytes decompressed so far in this message
         self.used: Optional[bytearray] = None  # which payload frames a ref has named
+        self.task_packer: Any = None  # made for the first task kept unopened
+        self.task_names: Optional[TaskNames] = None  # made for the first task
+        self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
 
     def list_hook(self, items: list[Any]) -> Any:
         self.arrays += 1
@@ -198,6 +205,13 @@ class DecodeState:
         if type(first) is not Mark:
             return items
         self.marks -= 1
+        if first is TASK_SERIALIZED_MARK or first is TASK_PICKLED_MARK:
+            del items[0]
+            try:
+                return self.task(first is TASK_SERIALIZED_MARK, items)
+            except DeserializationError as exc:
+                raise chained(DeserializationError(f"{exc} (a task inline in the header)"),
+                              exc)
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
             header, frames = self.record_parts(items)
             try:
@@ -215,15 +229,54 @@ class DecodeState:
             return set(items)
         return frozenset(items)
 
+    def task(self, serialized: bool, fields: list[Any]) -> Any:
+        """A version 5 task ([mark, kind, function, *tail] without its mark): built here
+        when the pickle family would build it, else the record of its fields."""
+        start = tail_start(fields)
+        names = self.task_names
+        if names is None:
+            names = self.task_names = TaskNames()
+        index = names.index_of(fields)
+        decoder = self.decoder
+        if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
+            try:
+                task = build_task(fields, names.function(index), start)
+            except FastserError:
+                raise
+            except Exception:
+                pass  # the general way below raises it again, with its context
+            else:
+                self.collections += 1  # a tuple, perhaps
+                return task
+        header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY, HEADER_FORM: FORM_TASK}
+        packer = self.task_packer
+        if packer is None:
+            packer = self.task_packer = msgpack.Packer(autoreset=True, use_bin_type=True)
+        frames: list[Frame] = [packer.pack(names.self_contained(fields, index, start))]
+        if serialized:
+            return self.open_serialized(header, frames)
+        return self.open_pickled(header, frames)
+
+    def pickle_is_builtin(self) -> bool:
+        """builtin_pickle(), asked once per message."""
+        builtin = self.builtin_pickle
+        if builtin < 0:
+            builtin = self.builtin_pickle = int(builtin_pickle())
+        return builtin == 1
+
     def ext_hook(self, code: int, data: bytes) -> Any:
-        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK:
+        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK or \
+                code == EXT_TASK_SERIALIZED_MARK or code == EXT_TASK_PICKLED_MARK:
             if data:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
             self.marks += 1
             return (TUPLE_MARK if code == EXT_TUPLE_MARK else
                     SET_MARK if code == EXT_SET_MARK else
                     FROZENSET_MARK if code == EXT_FROZENSET_MARK else
-                    SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else PICKLED_MARK)
+                    SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else
+                    PICKLED_MARK if code == EXT_PICKLED_MARK else
+                    TASK_SERIALIZED_MARK if code == EXT_TASK_SERIALIZED_MARK else
+                    TASK_PICKLED_MARK)
         if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
             return self.pickle_record(code, data)
         if code == EXT_TUPLE:

@@ -10,6 +10,15 @@ def is_container(obj: object) -> bool:
     return t is dict or t is list or t is tuple or t is set or t is frozenset
 
 
+def flat(items: tuple[Any, ...]) -> bool:
+    """Whether a tuple holds no container (it nests one level)."""
+    for item in items:
+        t = type(item)
+        if t is dict or t is list or t is tuple or t is set or t is frozenset:
+            return False
+    return True
+
+
 def deeper_than(obj: object, budget: int, keys: bool) -> bool:
     """Whether containers nest more than `budget` levels below `obj` (a container). With
     `keys`, dict keys are looked at too (a tuple key nests like any tuple); without, only
@@ -26,7 +35,13 @@ def deeper_than(obj: object, budget: int, keys: bool) -> bool:
                     deeper_than(key, budget - 1, keys):
                 return True
             t = type(value)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
+            if t is tuple:
+                # Inline: a dict of tasks holds thousands of flat tuples.
+                if budget > 1 and flat(value):
+                    continue
+                if deeper_than(value, budget - 1, keys):
+                    return True
+            elif (t is dict or t is list or t is set or t is frozenset) and \
                     deeper_than(value, budget - 1, keys):
                 return True
         return False

@@ -24,14 +24,16 @@ from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
                          check_on_error, error_payload, pickle_directly, serialize_with)
 from ._split import split_frames
+from ._task import FunctionTable, task_fields_of
 from ._types import Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
                     EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                     EXT_TUPLE_MARK, HEADER_COMPRESSION,
                     HEADER_SERIALIZER,
-                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, OUT_OF_BAND_BYTES, PICKLE_FAMILY,
-                    WIRE_VERSION)
+                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_TASK_PICKLED_MARK,
+                    EXT_TASK_SERIALIZED_MARK, FORM_TASK, HEADER_FORM, OUT_OF_BAND_BYTES,
+                    PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 ExtType: Final = msgpack.ExtType
@@ -49,6 +51,8 @@ SET_MARK: Final = ext(EXT_SET_MARK, b"")
 FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
 SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
 PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
+TASK_SERIALIZED_MARK: Final = ext(EXT_TASK_SERIALIZED_MARK, b"")
+TASK_PICKLED_MARK: Final = ext(EXT_TASK_PICKLED_MARK, b"")
 MIN_INT64: Final = -(2**63)
 MAX_UINT64: Final = 2**64 - 1
 # mypyc keeps ints in [-2**62, 2**62) unboxed and compares them inline; a comparison with
@@ -129,6 +133,19 @@ class EncodeState:
         self.frames: list[Frame] = [b""]  # frames[0], the header, is written last
         self.packers = packers
         self.records: list[tuple[Header, object]] = []
+        # > 0 while a dict key or a set item is walked: what is made there must be hashable,
+        # which a task's array is not.
+        self.hashable = 0
+        self.functions: Optional[FunctionTable] = None  # made at the first task
+
+    def task_table(self) -> Optional[FunctionTable]:
+        """The header's function table where a task may be written, else None."""
+        if self.hashable:
+            return None
+        table = self.functions
+        if table is None:
+            table = self.functions = FunctionTable()
+        return table
 
     def pack_nested(self, obj: object) -> bytes:
         data: bytes = self.packers.record.pack(obj)
@@ -220,7 +237,13 @@ class Encoder:
         out: Optional[dict[Any, Any]] = None
         unchanged = 0
         for key, value in obj.items():
-            new_key = key if type(key) is str else self.encode(key, depth, state)
+            new_key: object
+            if type(key) is str:
+                new_key = key
+            else:
+                state.hashable += 1
+                new_key = self.encode(key, depth, state)
+                state.hashable -= 1
             # The common scalars are checked here, saving a call of encode() for each.
             t = type(value)
             if t is str or t is float or t is bool or value is None or (
@@ -267,6 +290,9 @@ class Encoder:
         t = type(obj)
         items: Optional[list[object]] = None
         index = 0
+        in_set = t is not tuple
+        if in_set:
+            state.hashable += 1
         for item in cast(Iterable[Any], obj):
             new_item = self.encode(item, depth + 1, state)
             if items is not None:
@@ -275,6 +301,8 @@ class Encoder:
                 items = list(cast(Iterable[Any], obj))[:index]
                 items.append(new_item)
             index += 1
+        if in_set:
+            state.hashable -= 1
         if items is None:
             return obj
         return tuple(items) if t is tuple else set(items) if t is set else frozenset(items)
@@ -313,13 +341,20 @@ class Encoder:
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
         """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
-        for one small pickle and nothing else, the pickle as one extension type."""
-        if len(payload) == 1 and len(header) == 1 and \
-                header.get(HEADER_SERIALIZER) == PICKLE_FAMILY:
+        for one small pickle and nothing else, the pickle as one extension type; for a task
+        received unopened, the task's array again (so that it is forwarded byte for byte)."""
+        if len(payload) == 1 and header.get(HEADER_SERIALIZER) == PICKLE_FAMILY:
             data = payload[0]
-            if type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
+            if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
                 return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
                            else EXT_PICKLE_PICKLED, data)
+            if len(header) == 2 and header.get(HEADER_FORM) == FORM_TASK:
+                fields = task_fields_of(data)
+                table = state.task_table()
+                if fields is not None and table is not None:
+                    return table.forwarded_fields(
+                        fields, TASK_SERIALIZED_MARK if code == EXT_SERIALIZED
+                        else TASK_PICKLED_MARK)
         state.records.append((header, obj))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
         return [mark, header, self.frame_refs(payload, state.frames)]
@@ -364,12 +399,19 @@ class Encoder:
 
     def serialized_record(self, code: int, data: object, names: Sequence[str], obj: object,
                           state: EncodeState) -> object:
-        if names is PICKLE_ONLY and self.compression is None or \
-                names is self.serializers and self.direct_pickle:
-            pickled = pickle_directly(data, names is not PICKLE_ONLY and self.dispatch_first)
-            if pickled is not None and len(pickled) < OUT_OF_BAND_BYTES:
+        # names is self.serializers for Serialize, PICKLE_ONLY for ToPickle and the
+        # fallback (compared by identity with the attribute: compiled code may make a new
+        # tuple for each use of a Final tuple).
+        chosen = names is self.serializers
+        if self.direct_pickle if chosen else self.compression is None:
+            direct = pickle_directly(
+                data, chosen and self.dispatch_first, state.task_table(),
+                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK)
+            if type(direct) is list:  # a task, as msgpack values after its mark
+                return direct
+            if type(direct) is bytes and len(direct) < OUT_OF_BAND_BYTES:
                 return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
-                           else EXT_PICKLE_PICKLED, pickled)  # as record() would write it
+                           else EXT_PICKLE_PICKLED, direct)  # as record() would write it
         try:
             header, payload = serialize_with(data, names, self.on_error, self.context)
         except SerializationError as exc:

@@ -12,7 +12,9 @@ from ._errors import DeserializationError
 from ._pickle_reader import read_pickle
 from ._pickle_writer import write_pickle
 from ._registry import register_serialization_family
+from ._task import task_from_frame
 from ._types import Frame, Header
+from ._wire import FORM_TASK, HEADER_FORM
 
 PICKLE_PROTOCOL: Final = 5
 # stdlib pickle stores functions and classes of __main__ by reference, which the receiving
@@ -50,6 +52,10 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
     trusted input, and only when the caller allows the "pickle" family."""
     if not frames:
         raise DeserializationError("a pickle payload needs at least one frame")
+    if header.get(HEADER_FORM) == FORM_TASK:  # no pickle: a task as msgpack (_task.py)
+        if len(frames) != 1:
+            raise DeserializationError(f"a task record has one frame, got {len(frames)}")
+        return task_from_frame(frames[0])
     if len(frames) == 1:  # no out-of-band buffers: a call without keywords costs less
         frame = frames[0]
         if type(frame) is bytes:

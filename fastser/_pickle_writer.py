@@ -115,8 +115,17 @@ def resolve(module: object, name: str) -> object:
 
 
 def global_name(obj: object) -> GlobalName:
-    """The table entry for `obj`, made on first sight; Decline when pickle would not store
-    it by name or the receiver could not find it (functions of __main__, local ones)."""
+    """The table entry for `obj`; Decline when pickle would not store it by name."""
+    entry = lookup_global(obj)
+    if entry is None:
+        raise Decline()
+    return entry
+
+
+def lookup_global(obj: object) -> Optional[GlobalName]:
+    """The table entry for `obj`, made on first sight; None when pickle would not store it
+    by name or the receiver could not find it (functions of __main__, local ones, names
+    that are not valid UTF-8)."""
     entry = GLOBALS.get(id(obj))
     if entry is not None and entry.obj is obj and entry.still_names(obj):
         return entry
@@ -124,13 +133,16 @@ def global_name(obj: object) -> GlobalName:
     name = getattr(obj, "__qualname__", None)
     if type(module_name) is not str or type(name) is not str or \
             module_name == "__main__" or "<" in name:
-        raise Decline()
+        return None
     module = SYS_MODULES.get(module_name)
     if module is None or resolve(module, name) is not obj:
-        raise Decline()
+        return None
     writer = PickleWriter()
-    writer.write_str(module_name)
-    writer.write_str(name)
+    try:
+        writer.write_str(module_name)
+        writer.write_str(name)
+    except Decline:
+        return None
     writer.parts.append(STACK_GLOBAL)
     entry = GlobalName(obj, module_name, module, name, b"".join(writer.parts[1:]))
     if len(GLOBALS) >= MAX_GLOBALS:

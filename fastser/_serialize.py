@@ -4,7 +4,7 @@ and "error" families. Sits on the registry and the family modules.
 
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, Optional
+from typing import Any, Final, Literal, Optional, Union
 
 import msgpack
 
@@ -15,6 +15,7 @@ from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._pickle_reader import read_pickle
 from ._pickle_writer import write_pickle
+from ._task import FunctionTable
 from ._registry import REGISTRY, register_serialization_family
 from ._types import Frame, Header
 from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
@@ -156,13 +157,16 @@ BUILTIN_DISPATCH: Final = REGISTRY.families[DISPATCH_FAMILY]
 BUILTIN_PICKLE: Final = REGISTRY.families[PICKLE_FAMILY]
 
 
-def pickle_directly(obj: object, dispatch_first: bool) -> Optional[bytes]:
-    """The one frame that serialize_with(obj, ("dispatch", "pickle")) — or ("pickle",)
-    without `dispatch_first` — would make, when the built-in "pickle" family would make it
-    with its direct writer; None sends the caller the general way.
+def pickle_directly(obj: object, dispatch_first: bool, tasks: Optional[FunctionTable],
+                    head: object) -> Union[list[Any], bytes, None]:
+    """What the built-in "pickle" family would carry `obj` as, made without the family
+    calls: with a table, the fields of a task after `head` (_task.py: msgpack values in the
+    header), else the one frame that serialize_with(obj, ("dispatch", "pickle")) — or
+    ("pickle",) without `dispatch_first` — would make with the direct writer; None sends
+    the caller the general way.
 
-    A task of a graph costs less to pickle than the general way costs to reach the pickle
-    family (two family calls, a header dict, a tuple): this gives the same frame without
+    A task of a graph costs less to write than the general way costs to reach the pickle
+    family (two family calls, a header dict, a tuple): this gives the same result without
     them, as long as both families are the built-in ones and dispatch has no entry for
     the object's type."""
     families = REGISTRY.families
@@ -171,7 +175,16 @@ def pickle_directly(obj: object, dispatch_first: bool) -> Optional[bytes]:
     if dispatch_first and (families.get(DISPATCH_FAMILY) is not BUILTIN_DISPATCH or
                            REGISTRY.for_type(type(obj)) is not None):
         return None
+    if tasks is not None:
+        fields = tasks.task_fields(obj, head)
+        if fields is not None:
+            return fields
     return write_pickle(obj)
+
+
+def builtin_pickle() -> bool:
+    """Whether the "pickle" family is still the one fastser registered."""
+    return REGISTRY.families.get(PICKLE_FAMILY) is BUILTIN_PICKLE
 
 
 def unpickle_directly(data: bytes) -> tuple[bool, Any]:

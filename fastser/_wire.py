@@ -10,8 +10,10 @@ from typing import Final
 # Version 2 marks tuples, sets and frozensets inside the array itself (EXT_*_MARK); version
 # 1 packed them into nested extension payloads (EXT_TUPLE ...). Version 3 marks serialized
 # and pickled records likewise (v1/v2: EXT_SERIALIZED/EXT_PICKLED). Version 4 writes a record
-# that is one small pickle as one extension type (EXT_PICKLE_*). Decoders read all four.
-WIRE_VERSION: Final = 4
+# that is one small pickle as one extension type (EXT_PICKLE_*). Version 5 writes a task
+# (a call tuple or a functools.partial of a module-level function, with plain arguments) as an
+# array in the header instead of a pickle (EXT_TASK_*_MARK). Decoders read all five.
+WIRE_VERSION: Final = 5
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -43,6 +45,22 @@ EXT_PICKLED_MARK: Final = 16
 EXT_PICKLE_SERIALIZED: Final = 17  # as [EXT_SERIALIZED_MARK, {"serializer": "pickle"}, [data]]
 EXT_PICKLE_PICKLED: Final = 18  # as [EXT_PICKLED_MARK, {"serializer": "pickle"}, [data]]
 PICKLE_FAMILY: Final = "pickle"
+# Version 5: [mark, kind, module, qualname, *fields] is a task of the "pickle" family,
+# written as msgpack values instead of a pickle (what a pickle of it would do, without one:
+# the function is found by module and name, as pickle's find_class does).
+#   kind TASK_CALL:    fields are the call's arguments: (function, *fields)
+#   kind TASK_PARTIAL: fields are {keyword: value} then the arguments:
+#                      functools.partial(function, *fields[1:], **fields[0])
+# Arguments and keyword values are scalars (None, bool, int of 64 bits, float, str, bytes
+# under OUT_OF_BAND_BYTES); anything else is pickled. Received unopened, such a task is the
+# record {"serializer": "pickle", "form": "task"} with one frame: msgpack of the array
+# without its mark, which dumps writes back as the same array.
+EXT_TASK_SERIALIZED_MARK: Final = 19  # a Serialize payload
+EXT_TASK_PICKLED_MARK: Final = 20  # a ToPickle payload, or an object pickled by fallback
+TASK_CALL: Final = 0
+TASK_PARTIAL: Final = 1
+HEADER_FORM: Final = "form"
+FORM_TASK: Final = "task"
 
 # A frame ref is one of: bytes (the frame inline), int (index of one payload frame in the
 # frame list), [start, count] (a frame split into `count` adjacent pieces).

@@ -5,6 +5,8 @@ the wire format changes, WIRE_VERSION goes up and the new version's files are ad
 `python tests/test_golden.py`; the old files stay, and this test keeps reading them.
 """
 
+import functools
+import operator
 import pathlib
 import sys
 from typing import Any
@@ -37,6 +39,10 @@ def messages() -> dict[str, Any]:
                        "msgpack": Serialize({"k": [1, 2]})},
         "split": {"big": b"S" * 70_000, "array": Serialize(np.arange(9_000, dtype="<f8"))},
         "pickled": {"task": Serialize((1, "a", None)), "call": ToPickle([1.5, True, b"x"])},
+        "tasks": {"call": Serialize((operator.add, "x-1", 1)),
+                  "partial": Serialize(functools.partial(operator.mul, 2.5)),
+                  "keywords": ToPickle(functools.partial(int, base=2)),
+                  "again": Serialize((operator.add, "x-2", 2))},
     }
 
 
@@ -61,6 +67,8 @@ def same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if type(a) is memoryview:
         return bytes(a) == bytes(b)
+    if type(a) is functools.partial:
+        return a.func is b.func and same(a.args, b.args) and same(a.keywords, b.keywords)
     equal: bool = a == b
     return equal
 
@@ -97,6 +105,11 @@ def test_golden_frames_are_read(path: pathlib.Path) -> None:
     if name == "pickled":
         assert type(kept["task"]) is Serialized and type(kept["call"]) is Pickled
         assert kept["task"].header == kept["call"].header == {"serializer": "pickle"}
+    if name == "tasks":
+        assert [type(value) for value in kept.values()] == [Serialized, Serialized, Pickled,
+                                                             Serialized]
+        assert kept["call"].header == {"serializer": "pickle", "form": "task"}
+        assert fastser.dumps(kept) == fastser.unpack_frames(path.read_bytes())
 
 
 def test_the_current_version_writes_its_golden_files_byte_for_byte() -> None:

@@ -9,7 +9,7 @@ SOURCE = pathlib.Path(__file__).resolve().parent.parent / "fastser"
 LAYERS = [
     {"_types", "_errors", "_wire", "_limits", "wrappers"},
     {"_registry"},
-    {"_pickle_writer", "_pickle_reader"},
+    {"_pickle_writer", "_pickle_reader", "_task"},
     {"_dispatch", "_numpy", "_pickle"},
     {"_buffers"},
     {"_split", "_compression"},
