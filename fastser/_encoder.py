@@ -169,10 +169,10 @@ class Encoder:
         self.compression: Optional[str] = check_compression(compression)
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
-        # Whether Serialize payloads may take the direct pickle writer's shortcut
-        # (_serialize.pickle_directly): the chain must be ("dispatch", "pickle") or
-        # ("pickle",), and nothing compressed.
-        self.direct_pickle: bool = self.compression is None and (
+        # Whether Serialize payloads may take the shortcut of _serialize.pickle_directly
+        # (a task, or the direct pickle writer): the chain must be ("dispatch", "pickle")
+        # or ("pickle",).
+        self.direct_chain: bool = (
             self.serializers == DEFAULT_SERIALIZERS or self.serializers == PICKLE_ONLY)
         self.dispatch_first: bool = self.serializers == DEFAULT_SERIALIZERS
         self.max_depth: int = DEFAULT_MAX_DEPTH
@@ -403,19 +403,24 @@ class Encoder:
         # fallback (compared by identity with the attribute: compiled code may make a new
         # tuple for each use of a Final tuple).
         chosen = names is self.serializers
-        if self.direct_pickle if chosen else self.compression is None:
+        header: Optional[Header] = None
+        payload: list[Frame] = []
+        if self.direct_chain or not chosen:
             direct = pickle_directly(
                 data, chosen and self.dispatch_first, state.task_table(),
                 TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK)
             if type(direct) is list:  # a task, as msgpack values after its mark
                 return direct
-            if type(direct) is bytes and len(direct) < OUT_OF_BAND_BYTES:
-                return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
-                           else EXT_PICKLE_PICKLED, direct)  # as record() would write it
-        try:
-            header, payload = serialize_with(data, names, self.on_error, self.context)
-        except SerializationError as exc:
-            raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
+            if type(direct) is bytes:
+                if self.compression is None and len(direct) < OUT_OF_BAND_BYTES:
+                    return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
+                               else EXT_PICKLE_PICKLED, direct)  # as record() would write it
+                header, payload = {HEADER_SERIALIZER: PICKLE_FAMILY}, [direct]
+        if header is None:
+            try:
+                header, payload = serialize_with(data, names, self.on_error, self.context)
+            except SerializationError as exc:
+                raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
         # ToPickle and the fallback travel as pickled records, so a decoder that refuses
         # pickle can still forward them unopened; a failure (on_error="message") travels as
         # a serialized "error" record, which raises on receipt.

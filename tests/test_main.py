@@ -1,6 +1,7 @@
 """python -m fastser: demo, inspect and version, run as a user runs them (a subprocess of the
 interpreter the suite tests, so the installed build)."""
 
+import operator
 import pathlib
 import subprocess
 import sys
@@ -43,7 +44,8 @@ class Boom:
 def test_inspect_describes_each_message_without_opening_payloads(tmp_path: pathlib.Path) -> None:
     target = tmp_path / "unpickled"
     data = stream_of({"op": "compute", "key": ("x", 1), "data": Serialize(np.arange(10_000.0)),
-                      "fn": ToPickle(Boom(str(target))), "raw": b"r" * 70_000},
+                      "fn": ToPickle(Boom(str(target))), "raw": b"r" * 70_000,
+                      "task": Serialize((operator.add, "x", 1))},
                      [1, 2, {3}], compression="zlib")
     done = run("inspect", write(tmp_path, data))
     assert done.returncode == 0, done.stderr
@@ -53,6 +55,7 @@ def test_inspect_describes_each_message_without_opening_payloads(tmp_path: pathl
     assert "<Serialized serializer='dispatch' type='numpy.ndarray' compression=['zlib']" in out
     assert "<Pickled serializer='pickle'" in out and "<bytes 70000 B>" in out
     assert "('x', 1)" in out and "set({3})" in out
+    assert "<Serialized serializer='pickle' task=_operator.add frames=[" in out
     assert not target.exists()
 
 

@@ -314,3 +314,12 @@ def test_a_task_mark_must_be_empty_and_first() -> None:
         fastser.loads(header_of([msgpack.ExtType(EXT_TASK_SERIALIZED_MARK, b"x"), 0]))
     with pytest.raises(DeserializationError, match="elsewhere than first"):
         fastser.loads(header_of([0, mark(), "_operator", "add"]))
+
+
+def test_compression_leaves_tasks_inline() -> None:
+    task = functools.partial(operator.add, 1)
+    frames = fastser.dumps({"s": Serialize(task), "big": Serialize((operator.add, [0] * 9))},
+                           compression="zlib")
+    assert body(frames)["s"][0] == mark()  # no frame to compress: still a task
+    out = fastser.loads(frames)
+    assert same(out["s"], task) and out["big"] == (operator.add, [0] * 9)
