@@ -64,6 +64,11 @@ PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 # msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
 FIXINTS: Final = [bytes([i]) for i in range(128)]
+# The extension types naming payload frames 1..127, made once: a message of many large
+# bytes values needs one per value, and making an ExtType costs more than the rest.
+BYTES_FRAME_REFS: Final = [ext(EXT_BYTES_FRAME, ref) for ref in FIXINTS]
+BYTEARRAY_FRAME_REFS: Final = [ext(EXT_BYTEARRAY_FRAME, ref) for ref in FIXINTS]
+MEMORYVIEW_FRAME_REFS: Final = [ext(EXT_MEMORYVIEW_FRAME, ref) for ref in FIXINTS]
 
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
 FrameRef = Union[Frame, int, list[int]]
@@ -219,18 +224,18 @@ class Encoder:
         if type(obj) is bytes:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return obj
-            return ext(EXT_BYTES_FRAME, self.out_of_band(obj, state))
+            return self.out_of_band(obj, state, EXT_BYTES_FRAME, BYTES_FRAME_REFS)
         if t is tuple or t is set or t is frozenset:
             return self.encode_collection(obj, depth, state)
         if type(obj) is bytearray:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return ext(EXT_BYTEARRAY, bytes(obj))
-            return ext(EXT_BYTEARRAY_FRAME, self.out_of_band(obj, state))
+            return self.out_of_band(obj, state, EXT_BYTEARRAY_FRAME, BYTEARRAY_FRAME_REFS)
         if type(obj) is memoryview:
             view = memoryview_frame(obj)
             if nbytes(view) < OUT_OF_BAND_BYTES:
                 return ext(EXT_MEMORYVIEW, bytes(view))
-            return ext(EXT_MEMORYVIEW_FRAME, self.out_of_band(view, state))
+            return self.out_of_band(view, state, EXT_MEMORYVIEW_FRAME, MEMORYVIEW_FRAME_REFS)
         return self.encode_object(obj, depth, state)
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
@@ -307,17 +312,20 @@ class Encoder:
             return obj
         return tuple(items) if t is tuple else set(items) if t is set else frozenset(items)
 
-    def out_of_band(self, frame: Frame, state: EncodeState) -> bytes:
-        """The packed ref of a large bytes-like's own frame: the frame, never copied; or,
-        when compression pays, [ref of the compressed frame, compression name]."""
+    def out_of_band(self, frame: Frame, state: EncodeState, code: int,
+                    made: list[object]) -> object:
+        """The extension type `code` for a large bytes-like's own frame, its data the packed
+        ref of the frame, never copied; or, when compression pays, [ref of the compressed
+        frame, compression name]. `made`: the ones for frames 1..127, made beforehand."""
         if self.compression is not None:
             name, compressed = maybe_compress(frame, self.compression)
             if name is not None:
-                return state.pack_nested([self.frame_refs([compressed], state.frames)[0], name])
+                return ext(code, state.pack_nested(
+                    [self.frame_refs([compressed], state.frames)[0], name]))
         ref = self.add_frame(frame, state.frames)
         if type(ref) is int and ref < 128:
-            return FIXINTS[ref]  # what msgpack writes for it, without the call
-        return state.pack_nested(ref)
+            return made[ref]
+        return ext(code, state.pack_nested(ref))
 
     def add_frame(self, frame: Frame, frames: list[Frame]) -> FrameRef:
         """Append an out-of-band frame (split into views if large) and return its ref."""

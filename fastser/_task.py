@@ -266,6 +266,14 @@ def build_task(fields: list[Any], function: Any, start: int) -> Any:
         return tuple(call)
     keywords: dict[str, Any] = fields[start]
     if type(function) is not PARTIAL:
+        if not keywords:  # a direct call: star-arguments cost more than partial() itself
+            arguments = len(fields) - start - 1
+            if arguments == 1:
+                return PARTIAL(function, fields[start + 1])
+            if arguments == 2:
+                return PARTIAL(function, fields[start + 1], fields[start + 2])
+            if arguments == 0:
+                return PARTIAL(function)
         return PARTIAL(function, *fields[start + 1:], **keywords)
     # partial() of a partial flattens the two; pickle's __setstate__ does not.
     task = PARTIAL(function)
