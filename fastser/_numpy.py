@@ -56,14 +56,15 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]"
             count *= n
     if not good:
         raise DeserializationError(f"bad numpy header: shape {shape!r}, order {order!r}")
-    nbytes = memoryview(frame).nbytes
+    nbytes = frame.nbytes if type(frame) is memoryview else len(frame)
     if count * dtype.itemsize != nbytes:
         raise DeserializationError(
             f"numpy frame of {nbytes} bytes does not hold shape {shape} of {dtype}")
-    flat = np.frombuffer(frame, dtype=np.uint8).view(dtype) if nbytes else np.empty(0, dtype)
+    # frombuffer reads the frame's bytes whatever its format (one call: this runs per array).
+    flat = np.frombuffer(frame, dtype=dtype) if nbytes else np.empty(0, dtype)
     x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
     if header.get("writeable") is True:
-        if not x.flags.writeable and nbytes < OUT_OF_BAND_BYTES:
+        if nbytes < OUT_OF_BAND_BYTES and not x.flags.writeable:
             # Small frames were inlined into the header, which arrives read-only; one small
             # copy keeps a writeable array writeable. Large read-only frames stay views.
             x = x.copy(order="K")
