@@ -1,0 +1,115 @@
+"""The floors under two of issue 4's targets, timed side by side in one process.
+
+    PY benchmarks/floors.py [--rounds N]
+
+PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
+
+W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
+calls. `unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing:
+no decoder built on msgpack's hooks can be faster, whatever it does in them. `unpackb, no
+hooks` is msgpack alone (each extension type then becomes a msgpack.ExtType, built in Python).
+
+W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
+with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per call. `reused
+Packer.pack` is the packing alone: on a batch of 1,000 messages the Packer's set-up is spread
+thin, so fastser's ratio to the floor is at least 1 + walk / pack.
+
+Each line: the median time per call, and the median over rounds of its ratio to the first
+line of its group, measured in the same round.
+"""
+
+import argparse
+import gc
+import pickle
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import msgpack  # noqa: E402
+
+import fastser  # noqa: E402
+import suite_workloads as workloads  # noqa: E402
+
+
+def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
+    if type(template) is dict:
+        return {key: fill(value, wrap) for key, value in template.items()}
+    if type(template) is list:
+        return [fill(item, wrap) for item in template]
+    if type(template) is workloads.Payload:
+        return wrap(template.data)
+    return template
+
+
+def w4_loads() -> dict[str, Callable[[], Any]]:
+    template = workloads.update_graph()
+    frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
+    header = frames[0][1:]
+    pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
+    mark = object()
+
+    def ext_hook(code: int, data: bytes) -> Any:
+        return mark
+
+    def list_hook(items: list[Any]) -> Any:
+        return items
+
+    return {
+        "pickle.loads (whole message)": lambda: pickle.loads(pickled),
+        "fastser.loads": lambda: fastser.loads(frames),
+        "unpackb + no-op hooks": lambda: msgpack.unpackb(
+            header, ext_hook=ext_hook, list_hook=list_hook, raw=False, strict_map_key=False),
+        "unpackb, no hooks": lambda: msgpack.unpackb(header, raw=False, strict_map_key=False),
+    }
+
+
+def w2_dumps() -> dict[str, Callable[[], Any]]:
+    msg = [workloads.control_message(i) for i in range(1000)]
+    packer = msgpack.Packer(use_bin_type=True)
+    return {
+        "msgpack.packb (the floor)": lambda: msgpack.packb(msg, use_bin_type=True),
+        "fastser.dumps": lambda: fastser.dumps(msg),
+        "reused Packer.pack": lambda: packer.pack(msg),
+    }
+
+
+def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
+    for fn in fns.values():
+        fn()
+    numbers = {label: max(1, int(0.1 / max(timed(fn, 1), 1e-7))) for label, fn in fns.items()}
+    times: dict[str, list[float]] = {label: [] for label in fns}
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            times[label].append(timed(fn, numbers[label]))
+    first = next(iter(fns))
+    print(name)
+    for label in fns:
+        ratio = statistics.median(a / b for a, b in zip(times[label], times[first]))
+        print(f"  {label:30s} {statistics.median(times[label]) * 1e6:10,.0f} µs   {ratio:5.2f}x")
+
+
+def timed(fn: Callable[[], Any], number: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    args = parser.parse_args()
+    if not fastser.COMPILED:
+        print("note: fastser is not compiled here")
+    gc.disable()  # as in suite.py
+    run("W4 loads", w4_loads(), args.rounds)
+    run("W2 dumps", w2_dumps(), args.rounds)
+
+
+if __name__ == "__main__":
+    main()
