@@ -1,10 +1,13 @@
 """Bad, truncated and hostile frames raise DeserializationError: never another exception,
 a crash, or an unpickle when pickle is not allowed."""
 
+import functools
+import operator
 import os
 import pickle
 import random
 import struct
+import sys
 import tempfile
 from typing import Any
 
@@ -226,6 +229,14 @@ def test_no_hiding_place_makes_a_safe_decoder_unpickle() -> None:
             SAFE.loads([b"\x04" + msgpack.packb({"s": msgpack.ExtType(17, data)})])
         out = SAFE.loads([b"\x04" + msgpack.packb({"p": msgpack.ExtType(18, data)})])
         assert type(out["p"]) is fastser.Pickled and out["p"].frames == [data]
+        # Forged v5 tasks naming a module that must never be imported: refused (mark 19) or
+        # forwarded (mark 20), before any name is looked up.
+        never = [0, "fastser_test_never_imported", "f", 1]
+        with pytest.raises(DeserializationError, match="refused.*a task inline"):
+            SAFE.loads([b"\x05" + msgpack.packb({"s": [msgpack.ExtType(19, b""), *never]})])
+        out = SAFE.loads([b"\x05" + msgpack.packb({"p": [msgpack.ExtType(20, b""), *never]})])
+        assert type(out["p"]) is fastser.Pickled and msgpack.unpackb(out["p"].frames[0]) == never
+        assert "fastser_test_never_imported" not in sys.modules
         assert not os.path.exists(path)
         # Safe mode still receives bytes-likes and numpy arrays.
         plain = {"b": b"x" * 70_000, "ba": bytearray(b"y"), "mv": memoryview(b"z"),
@@ -238,7 +249,9 @@ def test_no_hiding_place_makes_a_safe_decoder_unpickle() -> None:
 def test_random_mutations_raise_only_deserialization_error() -> None:
     rng = random.Random(1234)
     msg = {"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "b": bytearray(b"ab"), "big": 2**80,
-           "p": ToPickle(5), "z": Serialize(b"q" * 10), "k": {(1, 2): [1.5, None]}}
+           "p": ToPickle(5), "z": Serialize(b"q" * 10), "k": {(1, 2): [1.5, None]},
+           "task": Serialize((operator.add, "x", 1)), "again": ToPickle((operator.add, 2)),
+           "partial": Serialize(functools.partial(max, 1, key=None))}
     good = fastser.dumps(msg)[0]
     for _ in range(rounds(3_000, 100_000)):
         data = bytearray(good)
