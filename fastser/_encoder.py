@@ -186,7 +186,10 @@ class Encoder:
         self.packers: list[Packers] = []
 
     def dumps(self, msg: Any) -> list[Frame]:
-        packers = self.packers.pop() if self.packers else Packers()
+        try:
+            packers = self.packers.pop()  # atomic; a check first could race another thread
+        except IndexError:
+            packers = Packers()
         state = EncodeState(packers)
         try:
             body = self.encode(msg, 0, state)
