@@ -66,12 +66,13 @@ def serialize_with(obj: Any, names: Sequence[str], on_error: str,
         if family.accepts is not None and not family.accepts(obj):
             continue
         try:
-            header, frames = family.dumps(obj, context)
+            result: object = family.dumps(obj, context)
         except NotImplementedError:
             continue
         except Exception as exc:
             failure = exc
             continue
+        header, frames = family_result(name, result)
         header[HEADER_SERIALIZER] = name
         return header, frames
     reason = f": {type(failure).__name__}: {failure}" if failure is not None else ""
@@ -80,6 +81,30 @@ def serialize_with(obj: Any, names: Sequence[str], on_error: str,
     if on_error == "message":
         return error_payload(message, failure)
     raise chained(SerializationError(message), failure)
+
+
+def family_result(name: str, result: object) -> tuple[Header, list[Frame]]:
+    """A family's (header, frames), checked where a registered family hands them over: a
+    header dict, and frames that are bytes-likes (another object with a buffer, such as a
+    numpy array, as a 1-d byte view of it, uncopied)."""
+    if type(result) is not tuple or len(result) != 2 or type(result[0]) is not dict or \
+            not isinstance(result[1], (list, tuple)):
+        raise SerializationError(f"the {name!r} family's dumps returned "
+                                 f"{type(result).__qualname__}, not (header dict, frames)")
+    frames: list[Frame] = []
+    for frame in result[1]:
+        t = type(frame)
+        if t is bytes or t is bytearray or t is memoryview:
+            frames.append(frame)
+            continue
+        try:
+            view = memoryview(frame)
+            frames.append(view if view.format == "B" and view.ndim == 1 else view.cast("B"))
+        except (TypeError, ValueError, BufferError) as exc:
+            raise chained(SerializationError(
+                f"the {name!r} family returned a frame of type {t.__qualname__}, which is "
+                f"not bytes-like"), exc)
+    return result[0], frames
 
 
 def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Header, list[Frame]]:

@@ -135,3 +135,34 @@ def test_a_type_registered_after_it_was_looked_up_is_dispatched() -> None:
                                    name="test.Late")
     header, frames = fastser.serialize(late)
     assert header["serializer"] == "dispatch" and frames == [b"late"]
+
+
+def test_a_family_may_return_any_buffer_as_a_frame_and_is_named_when_it_returns_none() -> None:
+    # Frames are bytes-likes; a family handing back another buffer (an array.array, a numpy
+    # array) gets a byte view of it, not a corrupt length or a bare TypeError.
+    def dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> Any:
+        return {}, [array.array("d", [float(obj)] * obj)]
+
+    def loads(header: dict[str, Any], frames: list[fastser.Frame]) -> Any:
+        return array.array("d", bytes(frames[0])).tolist()
+
+    fastser.register_serialization_family("doubles", dumps, loads)
+    for count in (3, 10_000):  # inline in the header, and a frame of its own
+        frames = fastser.dumps({"x": fastser.Serialize(count)}, serializers=["doubles"])
+        assert fastser.loads(fastser.unpack_frames(fastser.pack_frames(frames))) == \
+            {"x": [float(count)] * count}
+
+    def broken(obj: Any, context: Optional[Mapping[str, Any]]) -> Any:
+        return {}, [obj]
+
+    def shapeless(obj: Any, context: Optional[Mapping[str, Any]]) -> Any:
+        return [b"no header"]
+
+    fastser.register_serialization_family("broken", broken, loads)
+    fastser.register_serialization_family("shapeless", shapeless, loads)
+    with pytest.raises(SerializationError,
+                       match=r"'broken' family returned a frame of type int.*at msg\['x'\]"):
+        fastser.dumps({"x": fastser.Serialize(5)}, serializers=["broken"])
+    # (compiled code checks the declared return type first, and says so as the cause)
+    with pytest.raises(SerializationError, match=r"shapeless.*(returned list|got list)"):
+        fastser.dumps({"x": fastser.Serialize(5)}, serializers=["shapeless"])
