@@ -53,14 +53,6 @@ def deeper_than(obj: object, budget: int, keys: bool) -> bool:
                     deeper_than(item, budget - 1, keys):
                 return True
         return False
-    if type(obj) is tuple:  # a decoded task is one
-        entries: tuple[Any, ...] = obj
-        for item in entries:
-            t = type(item)
-            if (t is dict or t is list or t is tuple or t is set or t is frozenset) and \
-                    deeper_than(item, budget - 1, keys):
-                return True
-        return False
     for item in cast(Iterable[Any], obj):
         if is_container(item) and deeper_than(item, budget - 1, keys):
             return True

@@ -228,9 +228,7 @@ class Encoder:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return obj
             return self.out_of_band(obj, state, EXT_BYTES_FRAME, BYTES_FRAME_REFS)
-        if t is tuple:
-            return self.encode_tuple(cast("tuple[Any, ...]", obj), depth, state)
-        if t is set or t is frozenset:
+        if t is tuple or t is set or t is frozenset:
             return self.encode_collection(obj, depth, state)
         if type(obj) is bytearray:
             if len(obj) < OUT_OF_BAND_BYTES:
@@ -293,26 +291,6 @@ class Encoder:
             index += 1
         return obj if out is None else out
 
-    def encode_tuple(self, obj: tuple[Any, ...], depth: int, state: EncodeState) -> object:
-        """A tuple (keys like ("x", 0) are in most messages): encode_collection's result,
-        with a typed loop and the common scalars checked inline."""
-        items: Optional[list[object]] = None
-        index = 0
-        for item in obj:
-            t = type(item)
-            if t is str or t is float or t is bool or item is None or (
-                    t is int and MIN_SHORT_INT <= cast(int, item) <= MAX_SHORT_INT):
-                new_item = item
-            else:
-                new_item = self.encode(item, depth + 1, state)
-            if items is not None:
-                items.append(new_item)
-            elif new_item is not item:
-                items = list(obj[:index])
-                items.append(new_item)
-            index += 1
-        return obj if items is None else tuple(items)
-
     def encode_collection(self, obj: object, depth: int, state: EncodeState) -> object:
         """Tuples, sets and frozensets: returned as they are when no item needed a change
         (mark_collection marks them when they are packed), else a new one of the same type
@@ -324,7 +302,12 @@ class Encoder:
         if in_set:
             state.hashable += 1
         for item in cast(Iterable[Any], obj):
-            new_item = self.encode(item, depth + 1, state)
+            it = type(item)
+            if it is str or it is float or it is bool or item is None or (
+                    it is int and MIN_SHORT_INT <= cast(int, item) <= MAX_SHORT_INT):
+                new_item = item  # the common scalars (keys like ("x", 0)), without a call
+            else:
+                new_item = self.encode(item, depth + 1, state)
             if items is not None:
                 items.append(new_item)
             elif new_item is not item:
