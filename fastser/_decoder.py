@@ -15,20 +15,19 @@ from typing import Any, Final, Optional
 import msgpack
 
 from ._errors import DeserializationError, FastserError, chained
-from ._limits import DEFAULT_LIMITS, Limits
-from ._compression import compression_names, decompress
+from ._limits import DEFAULT_LIMITS, Limits, check_frames
 from ._depth import deeper_than, is_container
+from ._frame_refs import PayloadFrames, where
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
-from ._split import merge_frames
-from ._types import Frame, Header, byte_view, nbytes
+from ._types import Frame, Header, byte_view
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
                     EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
                     EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK,
-                    FORM_TASK, HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER,
+                    FORM_TASK, HEADER_FORM, HEADER_SERIALIZER,
                     MAX_NESTED_EXT, OLDEST_READABLE_VERSION, PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialized
 
@@ -94,7 +93,7 @@ class Decoder:
         else:
             raise DeserializationError(
                 f"frames must be a list of bytes-like frames, not {type(given).__qualname__}")
-        self.check_limits(frame_list)
+        check_frames(frame_list, self.limits)
         header = frame_list[0]
         body: object
         if type(header) is bytes and 0 < len(header) <= SMALL_HEADER_BYTES:
@@ -135,64 +134,18 @@ class Decoder:
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
 
-    def check_limits(self, frames: list[Any]) -> None:
-        # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame
-        # item before the check below could name it.
-        limits = self.limits
-        count = len(frames)
-        if count == 0:
-            raise DeserializationError("no frames: a message has at least its header frame")
-        if count > limits.max_frames:
-            raise DeserializationError(
-                f"{count} frames exceed Limits.max_frames={limits.max_frames}")
-        total = 0
-        for index, frame in enumerate(frames):
-            if type(frame) is not bytes and type(frame) is not bytearray and type(frame) is not memoryview:
-                raise DeserializationError(
-                    f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
-            size = nbytes(frame)
-            if size > limits.max_frame_bytes:
-                raise DeserializationError(
-                    f"frame {index} of {size} bytes exceeds "
-                    f"Limits.max_frame_bytes={limits.max_frame_bytes}")
-            total += size
-        if nbytes(frames[0]) > limits.max_header_bytes:
-            raise DeserializationError(
-                f"header frame of {nbytes(frames[0])} bytes exceeds "
-                f"Limits.max_header_bytes={limits.max_header_bytes}")
-        if total > limits.max_message_bytes:
-            raise DeserializationError(
-                f"message of {total} bytes exceeds "
-                f"Limits.max_message_bytes={limits.max_message_bytes}")
-
-
-def where(refs: list[Any]) -> str:
-    """Where a payload's frames are, for an error message: "in frames 2, 3..5"."""
-    places = []
-    for ref in refs:
-        if type(ref) is int:
-            places.append(str(ref))
-        elif type(ref) is list and len(ref) == 2:
-            places.append(f"{ref[0]}..{ref[0] + ref[1] - 1}")
-    if not places:
-        return "inline in the header" if refs else "without frames"
-    inline = " and inline in the header" if len(places) < len(refs) else ""
-    return f"in frame{'s' if len(places) > 1 else ''} {', '.join(places)}{inline}"
-
 
 class DecodeState:
     """What one loads call needs inside msgpack's ext_hook."""
 
     def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
         self.decoder = decoder
-        self.frames = frames
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
         self.arrays = 0  # arrays decoded, each seen by list_hook
-        self.inflated = 0  # bytes decompressed so far in this message
-        self.used: Optional[bytearray] = None  # which payload frames a ref has named
+        self.payload = PayloadFrames(frames, decoder.limits)
         self.task_packer: Any = None  # made for the first task kept unopened
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
@@ -286,7 +239,7 @@ class DecodeState:
         if code == EXT_PICKLED:
             return self.pickled(data)
         if code == EXT_BYTES_FRAME:
-            frame = self.raw_frame(unpack_ref(data), False)
+            frame = self.payload.raw_frame(unpack_ref(data), False)
             return frame if type(frame) is bytes else bytes(frame)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
@@ -299,10 +252,10 @@ class DecodeState:
         if code == EXT_MEMORYVIEW:
             return memoryview(data)
         if code == EXT_BYTEARRAY_FRAME:
-            frame = self.raw_frame(unpack_ref(data), True)
+            frame = self.payload.raw_frame(unpack_ref(data), True)
             return frame if type(frame) is bytearray else bytearray(frame)
         if code == EXT_MEMORYVIEW_FRAME:
-            return byte_view(self.raw_frame(unpack_ref(data), True))
+            return byte_view(self.payload.raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
     def pickle_record(self, code: int, data: bytes) -> Any:
@@ -335,95 +288,20 @@ class DecodeState:
             raise DeserializationError("a tuple or set placeholder does not hold an array")
         return items
 
-    def raw_frame(self, ref: Any, writeable: bool) -> Frame:
-        """The frame of an out-of-band bytes-like: a frame ref, or [frame ref, compression]."""
-        if type(ref) is list and len(ref) == 2 and type(ref[1]) is str:
-            return self.inflate(ref[1], self.frame_at(ref[0]), writeable)
-        return self.frame_at(ref)
-
-    def inflate(self, name: Any, frame: Frame, writeable: bool) -> Frame:
-        """Decompress one frame, within Limits.max_frame_bytes and what the message's
-        earlier decompressed frames left of Limits.max_message_bytes: a header of many
-        small compressed frames cannot make one loads inflate more than that."""
-        limits = self.decoder.limits
-        left = limits.max_message_bytes - self.inflated
-        if left < limits.max_frame_bytes:
-            out = decompress(name, frame, left, writeable,
-                             f"the {left} bytes that earlier frames left of "
-                             f"Limits.max_message_bytes={limits.max_message_bytes}")
-        else:
-            out = decompress(name, frame, limits.max_frame_bytes, writeable)
-        self.inflated += nbytes(out)
-        return out
-
-    def inflate_payload(self, header: Header, frames: list[Frame]) -> tuple[Header,
-                                                                          list[Frame]]:
-        """A compressed payload's frames decompressed, and its header without
-        "compression" (so the family sees what it wrote)."""
-        compression = header.get(HEADER_COMPRESSION)
-        if compression is None:
-            return header, frames
-        out: list[Frame] = []
-        for name, frame in zip(compression_names(compression, len(frames)), frames):
-            out.append(frame if name is None else self.inflate(name, frame, True))
-        return {key: value for key, value in header.items() if key != HEADER_COMPRESSION}, out
-
-    def frame_at(self, ref: Any) -> Frame:
-        """The payload frame a ref names: inline bytes, an index, or [start, count] pieces.
-        Each payload frame may be named once: a header naming one frame many times would
-        otherwise make every copy of it (bytes(), a join) a hostile amplification."""
-        if type(ref) is bytes:
-            return ref
-        count = len(self.frames)
-        if type(ref) is int:
-            if not 0 < ref < count:
-                raise DeserializationError(
-                    f"the header names payload frame {ref}, but the message has "
-                    f"{count} frames (0 is the header)")
-            self.claim(ref, 1)
-            return self.frames[ref]
-        if type(ref) is list and len(ref) == 2 and type(ref[0]) is int and type(ref[1]) is int:
-            start, pieces = ref[0], ref[1]
-            if not (0 < start and 0 < pieces and start + pieces <= count):
-                raise DeserializationError(
-                    f"the header names {pieces} pieces from payload frame {start}, but the "
-                    f"message has {count} frames (0 is the header)")
-            self.claim(start, pieces)
-            parts = self.frames[start:start + pieces]
-            size = 0
-            for part in parts:
-                size += nbytes(part)
-            limit = self.decoder.limits.max_frame_bytes
-            if size > limit:
-                raise DeserializationError(
-                    f"frames {start}..{start + pieces - 1} join to {size} bytes, exceeding "
-                    f"Limits.max_frame_bytes={limit}")
-            return merge_frames(parts)
-        raise DeserializationError(f"bad frame reference {ref!r}")
-
-    def claim(self, start: int, count: int) -> None:
-        used = self.used
-        if used is None:
-            used = self.used = bytearray(len(self.frames))
-        for index in range(start, start + count):
-            if used[index]:
-                raise DeserializationError(f"frame {index} is referenced twice in the header")
-            used[index] = 1
-
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
         """A version 1/2 record: its own msgpack payload inside an extension type."""
         record = unpack_plain(data)
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
             raise DeserializationError("a payload placeholder is not [header, frames]")
-        return record[0], [self.frame_at(ref) for ref in record[1]]
+        return record[0], [self.payload.frame_at(ref) for ref in record[1]]
 
     def record_parts(self, items: list[Any]) -> tuple[Header, list[Frame]]:
         """A version 3 record: the array [mark, header, refs], decoded with the message."""
         if len(items) != 3 or type(items[1]) is not dict or type(items[2]) is not list:
             raise DeserializationError("a payload record is not [mark, header, frames]")
         refs: list[Any] = items[2]
-        return items[1], [self.frame_at(ref) for ref in refs]
+        return items[1], [self.payload.frame_at(ref) for ref in refs]
 
     def serialized(self, data: bytes) -> Any:
         header, frames = self.record(data)
@@ -436,7 +314,7 @@ class DecodeState:
     def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
-            header, frames = self.inflate_payload(header, frames)
+            header, frames = self.payload.inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
@@ -449,7 +327,7 @@ class DecodeState:
             if header.get(HEADER_SERIALIZER) != PICKLE_FAMILY:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
-            header, frames = self.inflate_payload(header, frames)
+            header, frames = self.payload.inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         # Never unpickled here: forwarded as it arrived.

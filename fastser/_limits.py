@@ -3,6 +3,9 @@
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ._errors import DeserializationError
+from ._types import nbytes
+
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
 # million frames), small enough that a hostile 24-byte prelude cannot reserve more.
 # max_frames also bounds the one cost that input size does not: each received frame is a
@@ -39,3 +42,32 @@ class Limits:
 
 
 DEFAULT_LIMITS: Final = Limits()
+
+
+def check_frames(frames: list[Any], limits: Limits) -> None:
+    """Raise DeserializationError unless `frames` is a list of bytes-like frames within
+    `limits` (count, each frame, the header frame, the message): checked before decoding."""
+    # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame item
+    # before the check below could name it.
+    count = len(frames)
+    if count == 0:
+        raise DeserializationError("no frames: a message has at least its header frame")
+    if count > limits.max_frames:
+        raise DeserializationError(f"{count} frames exceed Limits.max_frames={limits.max_frames}")
+    total = 0
+    for index, frame in enumerate(frames):
+        if type(frame) is not bytes and type(frame) is not bytearray and \
+                type(frame) is not memoryview:
+            raise DeserializationError(
+                f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
+        size = nbytes(frame)
+        if size > limits.max_frame_bytes:
+            raise DeserializationError(f"frame {index} of {size} bytes exceeds "
+                                       f"Limits.max_frame_bytes={limits.max_frame_bytes}")
+        if index == 0 and size > limits.max_header_bytes:
+            raise DeserializationError(f"header frame of {size} bytes exceeds "
+                                       f"Limits.max_header_bytes={limits.max_header_bytes}")
+        total += size
+    if total > limits.max_message_bytes:
+        raise DeserializationError(f"message of {total} bytes exceeds "
+                                   f"Limits.max_message_bytes={limits.max_message_bytes}")

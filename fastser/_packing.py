@@ -1,0 +1,97 @@
+"""How fastser's header is written with msgpack: extension types built without msgpack's
+validating constructor, the marks, the extension types naming payload frames, and the
+packers with the `default` that marks tuples, sets and frozensets. Sits on _wire.
+
+The encoder (_encoder.py) decides what goes into the header; this module is how msgpack is
+made to write it.
+"""
+
+from collections.abc import Iterable
+from typing import Any, Final, cast
+
+import msgpack
+
+from ._wire import (EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
+                    EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK,
+                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE_MARK)
+
+ExtType: Final = msgpack.ExtType
+# msgpack.ExtType.__new__ validates its arguments in Python (~1 µs a call); ours are valid
+# by construction, so extension types are built with the tuple constructor it wraps.
+new_tuple: Final = tuple.__new__
+
+
+def ext(code: int, data: bytes) -> object:
+    return new_tuple(ExtType, (code, data))
+
+
+TUPLE_MARK: Final = ext(EXT_TUPLE_MARK, b"")
+SET_MARK: Final = ext(EXT_SET_MARK, b"")
+FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
+SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
+PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
+TASK_SERIALIZED_MARK: Final = ext(EXT_TASK_SERIALIZED_MARK, b"")
+TASK_PICKLED_MARK: Final = ext(EXT_TASK_PICKLED_MARK, b"")
+# msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
+FIXINTS: Final = [bytes([i]) for i in range(128)]
+# The extension types naming payload frames 1..127, made once: a message of many large
+# bytes values needs one per value, and making an ExtType costs more than the rest.
+BYTES_FRAME_REFS: Final = [ext(EXT_BYTES_FRAME, ref) for ref in FIXINTS]
+BYTEARRAY_FRAME_REFS: Final = [ext(EXT_BYTEARRAY_FRAME, ref) for ref in FIXINTS]
+MEMORYVIEW_FRAME_REFS: Final = [ext(EXT_MEMORYVIEW_FRAME, ref) for ref in FIXINTS]
+
+
+def mark_collection(obj: object) -> object:
+    """The body packer's `default`: a tuple, set or frozenset as the array msgpack writes for
+    it, its mark first. The walk leaves these in place (so a message holding tuples is not
+    copied); only the packer, which meets them anyway, marks them. Subclasses of int, float,
+    str, bytes, list and dict can only come from a family's record header (the walk turned
+    all others into records): they are packed as their base type, as plain msgpack would."""
+    t = type(obj)
+    if t is tuple:
+        marked = [TUPLE_MARK]
+    elif t is set:
+        marked = [SET_MARK]
+    elif t is frozenset:
+        marked = [FROZENSET_MARK]
+    else:
+        return as_base_type(obj)
+    marked.extend(cast(Iterable[Any], obj))
+    return marked
+
+
+def as_base_type(obj: object) -> object:
+    """A subclass of a msgpack type, as that type (plain msgpack packs them so)."""
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, bytes):
+        return bytes(obj)
+    if isinstance(obj, list):
+        return list(obj)
+    if isinstance(obj, dict):
+        return dict(obj)
+    if isinstance(obj, tuple):
+        return list(obj)  # a namedtuple in a header: an array, as plain msgpack writes it
+    raise TypeError(f"cannot pack an object of type {type(obj).__qualname__}")
+
+
+class Packers:
+    """A pair of msgpack Packers (not thread-safe: one dumps call uses a pair at a time).
+
+    autoreset: one pack() call returns the bytes and empties the buffer (a Packer method
+    call costs ~0.1 µs; the small-message path cannot afford four per message).
+    """
+
+    def __init__(self) -> None:
+        # The message: exact types only, so every tuple/set/frozenset reaches
+        # mark_collection; the walk has replaced everything else msgpack must not see.
+        self.body: Any = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
+                                        default=mark_collection)
+        # Records and refs: plain msgpack (a tuple in a family's header is an array).
+        self.record: Any = msgpack.Packer(autoreset=True, use_bin_type=True)
