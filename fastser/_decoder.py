@@ -263,7 +263,7 @@ class DecodeState:
         [data]], with a header of its own (a Serialized or Pickled may be changed by its
         receiver)."""
         decoder = self.decoder
-        if decoder.deserialize and decoder.pickle_allowed:
+        if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
             found, value = unpickle_directly(data)  # a task, without the family call
             if found:
                 return value

@@ -15,9 +15,9 @@ from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._pickle_reader import read_pickle
 from ._pickle_writer import write_pickle
-from ._task import FunctionTable
 from ._registry import REGISTRY, register_serialization_family
-from ._types import Frame, Header
+from ._task import FunctionTable
+from ._types import Frame, Header, byte_view
 from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -98,8 +98,7 @@ def family_result(name: str, result: object) -> tuple[Header, list[Frame]]:
             frames.append(frame)
             continue
         try:
-            view = memoryview(frame)
-            frames.append(view if view.format == "B" and view.ndim == 1 else view.cast("B"))
+            frames.append(byte_view(frame))
         except (TypeError, ValueError, BufferError) as exc:
             raise chained(SerializationError(
                 f"the {name!r} family returned a frame of type {t.__qualname__}, which is "
@@ -216,9 +215,7 @@ def unpickle_directly(data: bytes) -> tuple[bool, Any]:
     """(True, the object) when the built-in "pickle" family would read the one frame `data`
     with its direct reader, which did; (False, None) sends the caller the general way
     (deserialize_within), which also gives any error its context. The caller has checked
-    that pickle is allowed."""
-    if REGISTRY.families.get(PICKLE_FAMILY) is not BUILTIN_PICKLE:
-        return False, None
+    that pickle is allowed and that the family is the built-in one (builtin_pickle)."""
     try:
         return read_pickle(data)
     except Exception:
