@@ -7,8 +7,8 @@ every module with hot code. Left interpreted, each for a reason:
   _facade.py   public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
   sock.py, aio.py  the same for the adapters' public functions (the work is in _sock, _aio)
   _errors.py   exceptions with two built-in bases, which native classes cannot have
-  _numpy.py    typed against numpy, which is not a build dependency; its cost is numpy's
-  _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called once per split frame
+  _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called only for read-only
+               pieces of a split frame (_split takes writeable ones' addresses itself)
   __main__.py, _demo.py, _inspect.py  the command line: nothing hot
   dask.py      distributed's comm backends (the dask extra): subclasses distributed's
                interpreted classes, and distributed is not a build dependency
@@ -36,6 +36,7 @@ COMPILED_MODULES = [
     "fastser/wrappers.py",
     "fastser/_registry.py",
     "fastser/_dispatch.py",
+    "fastser/_numpy.py",
     "fastser/_pickle_writer.py",
     "fastser/_pickle_opcodes.py",
     "fastser/_pickle_reader.py",

@@ -2,7 +2,7 @@
 machine is not. For each workload, runs this script under `valgrind --tool=callgrind` with
 0 and N calls and prints the difference per call, and fastser's ratio to its floor.
 
-    python benchmarks/instructions.py [--python PY] [--only W1,W2,W4]
+    python benchmarks/instructions.py [--python PY] [--only W1,W2,W4,"W3 loads"]
 
 PY is an interpreter with fastser installed (compiled, to measure the compiled build) and
 msgpack; valgrind must be on PATH. A workload run directly: `PY benchmarks/instructions.py
@@ -23,6 +23,9 @@ PAIRS = {
     "W2": ("W2 dumps", "W2 packb", 20), "W2 loads": ("W2 loads", "W2 unpackb", 20),
     "W4": ("W4 dumps per task", "W4 pickle.dumps per task", 5),
     "W4 loads": ("W4 loads per task", "W4 pickle.loads per task", 5),
+    # The suite's own messages and received frames (these need the [bench] extra).
+    "W3 loads": ("suite W3 fastser loads", "suite W3 floor loads", 200),
+    "W5 loads": ("suite W5 fastser loads", "suite W5 distributed loads", 20),
 }
 
 
@@ -44,6 +47,12 @@ def workload(name: str) -> tuple[Callable[[], Any], int]:
     import msgpack
 
     import fastser
+    if name.startswith("suite "):
+        # "suite W3 fastser loads": a timed function of benchmarks/suite_workloads.py.
+        import suite_workloads
+        _, key, contestant, kind = name.split()
+        built = suite_workloads.build(key, anchors=True)
+        return built.fns[contestant][kind], 1
     if name.startswith("W1"):
         msg: Any = control_message(7)
     elif name.startswith("W2"):

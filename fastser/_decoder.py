@@ -21,7 +21,7 @@ from ._frame_refs import PayloadFrames, where
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
-from ._types import Frame, Header, byte_view
+from ._types import MEMORYVIEW, Frame, Header, byte_view
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
@@ -250,7 +250,7 @@ class DecodeState:
         if code == EXT_BYTEARRAY:
             return bytearray(data)
         if code == EXT_MEMORYVIEW:
-            return memoryview(data)
+            return MEMORYVIEW(data)
         if code == EXT_BYTEARRAY_FRAME:
             frame = self.payload.raw_frame(unpack_ref(data), True)
             return frame if type(frame) is bytearray else bytearray(frame)

@@ -26,7 +26,7 @@ from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_famil
                          check_on_error, error_payload, pickle_directly, serialize_with)
 from ._split import split_frames
 from ._task import FunctionTable, task_fields_of
-from ._types import Frame, Header, nbytes
+from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
                     EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, FORM_TASK,
@@ -151,7 +151,7 @@ class Encoder:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return ext(EXT_BYTEARRAY, bytes(obj))
             return self.out_of_band(obj, state, EXT_BYTEARRAY_FRAME, BYTEARRAY_FRAME_REFS)
-        if type(obj) is memoryview:
+        if type(obj) is MEMORYVIEW:
             view = memoryview_frame(obj)
             if nbytes(view) < OUT_OF_BAND_BYTES:
                 return ext(EXT_MEMORYVIEW, bytes(view))

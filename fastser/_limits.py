@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._errors import DeserializationError
-from ._types import nbytes
+from ._types import MEMORYVIEW, nbytes
 
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
 # million frames), small enough that a hostile 24-byte prelude cannot reserve more.
@@ -57,7 +57,7 @@ def check_frames(frames: list[Any], limits: Limits) -> None:
     total = 0
     for index, frame in enumerate(frames):
         if type(frame) is not bytes and type(frame) is not bytearray and \
-                type(frame) is not memoryview:
+                type(frame) is not MEMORYVIEW:
             raise DeserializationError(
                 f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
         size = nbytes(frame)

@@ -1,24 +1,27 @@
 """numpy arrays through the "dispatch" family. Imported only when an array is serialized or a
 numpy header is received (see _dispatch.register_numpy).
 
-Not compiled: its types come from numpy, which is not a build dependency, and its cost per
-array is numpy's own. Contiguous arrays leave as one frame that aliases the array; arrays
-come back as views of the received frame. Dtypes travel as .npy descriptors (never pickled).
+Compiled, with numpy seen as Any: numpy is not a build dependency, so where a wheel is built
+mypy cannot read its types. Interpreted, the bookkeeping around each array cost more than
+numpy's own calls (W3 loads); compiled, what is left per array is mostly numpy's.
+Contiguous arrays leave as one frame that aliases the array; arrays come back as views of the
+received frame. Dtypes travel as .npy descriptors (never pickled).
 """
 
-from typing import Any
-
-import numpy as np
-from numpy.lib.format import descr_to_dtype, dtype_to_descr
+import importlib
+from typing import Any, Final
 
 from ._dispatch import single_frame
-from ._errors import DeserializationError
+from ._errors import DeserializationError, chained
 from ._registry import register_serialization
-from ._types import Frame, Header
+from ._types import Frame, Header, nbytes
 from ._wire import OUT_OF_BAND_BYTES
 
+np: Final[Any] = importlib.import_module("numpy")
+npy_format: Final[Any] = importlib.import_module("numpy.lib.format")
 
-def ndarray_dumps(x: "np.ndarray[Any, Any]") -> tuple[Header, list[Frame]]:
+
+def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
     if x.dtype.hasobject:
         raise NotImplementedError("object arrays go to the next family")
     if x.flags.c_contiguous:
@@ -41,7 +44,7 @@ def ndarray_dumps(x: "np.ndarray[Any, Any]") -> tuple[Header, list[Frame]]:
     return header, [flat.view(np.uint8).data]
 
 
-def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]":
+def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
     frame = single_frame(frames, "numpy.ndarray")
     dtype = _wire_to_dtype(header.get("dtype"))
     shape: Any = header.get("shape")
@@ -56,15 +59,15 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]"
             count *= n
     if not good:
         raise DeserializationError(f"bad numpy header: shape {shape!r}, order {order!r}")
-    nbytes = frame.nbytes if type(frame) is memoryview else len(frame)
-    if count * dtype.itemsize != nbytes:
+    size = nbytes(frame)
+    if count * dtype.itemsize != size:
         raise DeserializationError(
-            f"numpy frame of {nbytes} bytes does not hold shape {shape} of {dtype}")
+            f"numpy frame of {size} bytes does not hold shape {shape} of {dtype}")
     # frombuffer reads the frame's bytes whatever its format (one call: this runs per array).
-    flat = np.frombuffer(frame, dtype=dtype) if nbytes else np.empty(0, dtype)
+    flat = np.frombuffer(frame, dtype=dtype) if size else np.empty(0, dtype)
     x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
     if header.get("writeable") is True:
-        if nbytes < OUT_OF_BAND_BYTES and not x.flags.writeable:
+        if size < OUT_OF_BAND_BYTES and not x.flags.writeable:
             # Small frames were inlined into the header, which arrives read-only; one small
             # copy keeps a writeable array writeable. Large read-only frames stay views.
             x = x.copy(order="K")
@@ -75,16 +78,16 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> "np.ndarray[Any, Any]"
 
 # numpy's descriptor functions are Python code (~5 µs a call); plain dtypes, whose
 # descriptor is a str, are looked up here instead. Bounded: received descriptors are input.
-_MAX_CACHED = 256
-_wire_descrs: dict["np.dtype[Any]", str] = {}
-_dtypes: dict[str, "np.dtype[Any]"] = {}
+_MAX_CACHED: Final = 256
+_wire_descrs: Final[dict[Any, str]] = {}
+_dtypes: Final[dict[str, Any]] = {}
 
 
-def _wire_descr(dtype: "np.dtype[Any]") -> Any:
+def _wire_descr(dtype: Any) -> Any:
     cached = _wire_descrs.get(dtype)
     if cached is not None:
         return cached
-    descr = _descr_to_wire(dtype_to_descr(dtype))
+    descr = _descr_to_wire(npy_format.dtype_to_descr(dtype))
     if type(descr) is str and len(_wire_descrs) < _MAX_CACHED:
         _wire_descrs[dtype] = descr
     return descr
@@ -114,7 +117,7 @@ def _wire_to_descr(descr: Any, depth: int = 0) -> Any:
     raise DeserializationError(f"bad numpy dtype descriptor {descr!r}")
 
 
-def _wire_to_dtype(descr: Any) -> "np.dtype[Any]":
+def _wire_to_dtype(descr: Any) -> Any:
     if type(descr) is str:
         cached = _dtypes.get(descr)
         if cached is not None:
@@ -125,13 +128,14 @@ def _wire_to_dtype(descr: Any) -> "np.dtype[Any]":
     return dtype
 
 
-def _parse_dtype(descr: Any) -> "np.dtype[Any]":
+def _parse_dtype(descr: Any) -> Any:
     try:
-        dtype = descr_to_dtype(_wire_to_descr(descr))
+        dtype = npy_format.descr_to_dtype(_wire_to_descr(descr))
     except DeserializationError:
         raise
     except Exception as exc:
-        raise DeserializationError(f"bad numpy dtype descriptor {descr!r}: {exc}") from exc
+        raise chained(DeserializationError(f"bad numpy dtype descriptor {descr!r}: {exc}"),
+                      exc)
     if dtype.hasobject:
         # Object arrays would be built from raw pointers: never accepted from the wire.
         raise DeserializationError("numpy object dtypes are refused by the dispatch family")

@@ -17,7 +17,7 @@ from ._pickle_reader import read_pickle
 from ._pickle_writer import write_pickle
 from ._registry import REGISTRY, register_serialization_family
 from ._task import FunctionTable
-from ._types import Frame, Header, byte_view
+from ._types import MEMORYVIEW, Frame, Header, byte_view
 from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -94,7 +94,7 @@ def family_result(name: str, result: object) -> tuple[Header, list[Frame]]:
     frames: list[Frame] = []
     for frame in result[1]:
         t = type(frame)
-        if t is bytes or t is bytearray or t is memoryview:
+        if t is bytes or t is bytearray or t is MEMORYVIEW:
             frames.append(frame)
             continue
         try:

@@ -7,10 +7,11 @@ from split_frames in the same process. The join then returns a view of that buff
 pieces scattered over several buffers are copied into a new bytearray.
 """
 
-from typing import Optional
+import ctypes
+from typing import Final, Optional
 
 from ._buffers import buffer_address
-from ._types import Frame, byte_view, nbytes
+from ._types import MEMORYVIEW, Frame, byte_view, nbytes
 
 
 def split_frames(frame: Frame, split_size: int) -> list[Frame]:
@@ -43,26 +44,42 @@ def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
     """A view spanning `pieces` when they are memoryviews of one buffer that follow one
     another in it without a gap; None otherwise."""
     first = pieces[0]
-    if type(first) is not memoryview or first.obj is None:
+    if type(first) is not MEMORYVIEW or first.obj is None:
         return None
     owner = first.obj
     try:
-        whole = byte_view(memoryview(owner))
+        whole = byte_view(owner)
     except (TypeError, ValueError, BufferError):
         return None  # the owner has no C-contiguous buffer of its own
-    base = buffer_address(whole)
-    expected = buffer_address(first)
+    base = address_of(whole)
+    expected = address_of(first)
     if base is None or expected is None:
         return None
     start = expected - base
     expected += first.nbytes
     for piece in pieces[1:]:
-        if type(piece) is not memoryview or piece.obj is not owner:
+        if type(piece) is not MEMORYVIEW or piece.obj is not owner:
             return None
-        if buffer_address(piece) != expected:
+        if address_of(piece) != expected:
             return None
         expected += piece.nbytes
     end = expected - base
     if start < 0 or end > whole.nbytes:
         return None
     return whole[start:end]
+
+
+# Bound here, in compiled code: a call into the interpreted _buffers.buffer_address costs
+# more than the ctypes lookup itself, and a join takes one address per piece plus one.
+CHAR_FROM_BUFFER: Final = ctypes.c_char.from_buffer
+ADDRESS_OF: Final = ctypes.addressof
+
+
+def address_of(view: memoryview) -> Optional[int]:
+    """Where `view`'s memory starts; None when it is not C-contiguous."""
+    if not view.readonly:  # ctypes maps writeable buffers only
+        try:
+            return ADDRESS_OF(CHAR_FROM_BUFFER(view))
+        except (TypeError, ValueError, BufferError):
+            pass  # empty or not C-contiguous: the general path decides
+    return buffer_address(view)

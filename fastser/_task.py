@@ -26,6 +26,7 @@ import msgpack
 from ._errors import DeserializationError, chained
 from ._pickle_reader import Decline, GlobalRef
 from ._pickle_writer import lookup_global
+from ._types import MEMORYVIEW
 from ._wire import OUT_OF_BAND_BYTES, TASK_CALL, TASK_PARTIAL
 
 FUNCTION: Final = FunctionType
@@ -300,7 +301,7 @@ def task_fields_of(frame: object) -> Optional[list[Any]]:
 def unpack_fields(frame: object) -> list[Any]:
     """The checked, self-contained fields in an unopened task record's frame."""
     if type(frame) is not bytes and type(frame) is not bytearray and \
-            type(frame) is not memoryview:
+            type(frame) is not MEMORYVIEW:
         raise DeserializationError("a task record's frame is not bytes-like")
     try:
         fields = UNPACKB(frame, raw=False, strict_map_key=False, use_list=True)

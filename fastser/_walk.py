@@ -6,6 +6,7 @@ Paths are built only for what is removed, from the tuple path of the enclosing c
 
 from typing import Any
 
+from ._types import MEMORYVIEW
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 
@@ -25,9 +26,9 @@ class Extractor:
     def take(self, key: Any, value: object) -> bool:
         """Record `value` under prefix + key if it is to be removed; say whether it was."""
         t = type(value)
-        if t is bytes or t is bytearray or t is memoryview:
+        if t is bytes or t is bytearray or t is MEMORYVIEW:
             buffer: Any = value
-            size = buffer.nbytes if t is memoryview else len(buffer)
+            size = buffer.nbytes if t is MEMORYVIEW else len(buffer)
             if size < self.bytes_threshold:
                 return False
             path = self.prefix + (key,)
@@ -94,7 +95,7 @@ def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
         # The message itself is a payload: nothing is left of it, and its path is ().
         value = extractor.extracted.pop(("",))
         kind = type(value)
-        paths = {()} if kind is bytes or kind is bytearray or kind is memoryview else set()
+        paths = {()} if kind is bytes or kind is bytearray or kind is MEMORYVIEW else set()
         return None, {(): value}, paths
     out = extractor.walk(msg)
     if extractor.only_bytes:

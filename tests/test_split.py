@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 import fastser
-from fastser._split import join_adjacent, merge_frames, split_frames
+from fastser._split import address_of, join_adjacent, merge_frames, split_frames
 from fastser._types import Frame
 
 
@@ -88,3 +88,18 @@ def test_split_frames_through_a_packed_stream_join_without_a_copy() -> None:
     assert (y == x).all() and y.flags.writeable
     assert np.shares_memory(y, np.frombuffer(stream, dtype=np.uint8))
     assert out["b"] == b"q" * 3_000_000
+
+
+def test_address_of_writeable_read_only_empty_and_strided_views() -> None:
+    # Writeable views take ctypes' direct path, the others the general one: both must agree
+    # on where a slice starts, and a strided view has no single start.
+    for buffer in (bytearray(range(100)), bytes(range(100))):
+        view = memoryview(buffer)
+        base = address_of(view)
+        assert base is not None
+        assert address_of(view[10:40]) == base + 10
+        assert address_of(view[40:40]) == base + 40  # empty: the general path
+        assert address_of(view[0:20:2]) is None
+    empty_run = pieces_of(bytearray(range(30)), [10, 0, 20])
+    joined = merge_frames(empty_run)
+    assert type(joined) is memoryview and joined.tobytes() == bytes(range(30))
