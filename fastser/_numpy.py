@@ -19,6 +19,7 @@ from ._wire import OUT_OF_BAND_BYTES
 
 np: Final[Any] = importlib.import_module("numpy")
 npy_format: Final[Any] = importlib.import_module("numpy.lib.format")
+frombuffer: Final[Any] = np.frombuffer  # bound once: a method lookup on the module per array
 
 
 def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
@@ -64,7 +65,7 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
         raise DeserializationError(
             f"numpy frame of {size} bytes does not hold shape {shape} of {dtype}")
     # frombuffer reads the frame's bytes whatever its format (one call: this runs per array).
-    flat = np.frombuffer(frame, dtype=dtype) if size else np.empty(0, dtype)
+    flat = frombuffer(frame, dtype) if size else np.empty(0, dtype)
     x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
     if header.get("writeable") is True:
         if size < OUT_OF_BAND_BYTES and not x.flags.writeable:
