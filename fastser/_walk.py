@@ -1,7 +1,7 @@
 """extract_serialize: the walk of the seed design, kept as a public tool.
 
 Returns a copy of a message without its wrappers and large bytes-likes, and where they were.
-Paths are built only for what is removed, from the tuple path of the enclosing container.
+Paths are built only for what is removed, from the keys of the enclosing containers.
 """
 
 from typing import Any
@@ -19,23 +19,24 @@ class Extractor:
         # (hashing the path tuples again was a fifth of the walk).
         self.only_bytes = True
         self.bytes_paths: set[tuple[Any, ...]] = set()
-        # The path of the container being walked, as a tuple: rebuilt once per container
-        # entered, so a removed value's path costs one tuple concatenation.
-        self.prefix: tuple[Any, ...] = ()
+        # The keys from the message down to the container being walked. A list, pushed and
+        # popped per container: a removed value's path is one tuple made from it, where a
+        # tuple prefix cost a 1-tuple and a concatenation per path and one per container.
+        self.prefix: list[Any] = []
 
     def take(self, key: Any, value: object) -> bool:
         """Record `value` under prefix + key if it is to be removed; say whether it was."""
         t = type(value)
         if t is bytes or t is bytearray or t is MEMORYVIEW:
             buffer: Any = value
-            size = buffer.nbytes if t is MEMORYVIEW else len(buffer)
+            size: int = buffer.nbytes if t is MEMORYVIEW else len(buffer)  # a native compare
             if size < self.bytes_threshold:
                 return False
-            path = self.prefix + (key,)
+            path = self.path_to(key)
             if not self.only_bytes:
                 self.bytes_paths.add(path)
         elif isinstance(value, (Serialize, Serialized, ToPickle, Pickled)):
-            path = self.prefix + (key,)
+            path = self.path_to(key)
             if self.only_bytes:
                 self.only_bytes = False
                 self.bytes_paths = set(self.extracted)
@@ -53,11 +54,17 @@ class Extractor:
             return tuple(self.walk_list(list(obj)))
         return obj
 
-    def walk_child(self, key: Any, value: object) -> object:
+    def path_to(self, key: Any) -> tuple[Any, ...]:
         prefix = self.prefix
-        self.prefix = prefix + (key,)
+        prefix.append(key)
+        path = tuple(prefix)
+        prefix.pop()
+        return path
+
+    def walk_child(self, key: Any, value: object) -> object:
+        self.prefix.append(key)
         out = self.walk(value)
-        self.prefix = prefix
+        self.prefix.pop()
         return out
 
     def walk_dict(self, obj: dict[Any, Any]) -> dict[Any, Any]:

@@ -1,5 +1,8 @@
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fastser import Pickled, Serialize, Serialized, ToPickle, extract_serialize
 
 
@@ -42,3 +45,51 @@ def test_bytes_paths_before_and_after_a_wrapper() -> None:
     assert plain == [None, {}, None] and extracted[(1, "s")] is s
     assert byte_paths == {(0,), (1, "late"), (2,)}
     assert extract_serialize(b"z" * 10, bytes_threshold=5) == (None, {(): b"z" * 10}, {()})
+
+
+def reference_extract(msg: Any, threshold: int) -> tuple[Any, dict[Any, Any], set[Any]]:
+    """extract_serialize written the obvious way, to check the fast walk against."""
+    extracted: dict[Any, Any] = {}
+    bytes_paths: set[Any] = set()
+
+    def removed(value: Any, path: tuple[Any, ...]) -> bool:
+        if type(value) in (bytes, bytearray, memoryview):
+            if memoryview(value).nbytes < threshold:
+                return False
+            bytes_paths.add(path)
+        elif not isinstance(value, (Serialize, Serialized, ToPickle, Pickled)):
+            return False
+        extracted[path] = value
+        return True
+
+    def copy(obj: Any, path: tuple[Any, ...]) -> Any:
+        if type(obj) is dict:
+            return {key: copy(value, path + (key,)) for key, value in obj.items()
+                    if not removed(value, path + (key,))}
+        if type(obj) in (list, tuple):
+            items = [None if removed(value, path + (i,)) else copy(value, path + (i,))
+                     for i, value in enumerate(obj)]
+            return items if type(obj) is list else tuple(items)
+        return obj
+
+    if removed(msg, ()):
+        return None, extracted, bytes_paths
+    return copy(msg, ()), extracted, bytes_paths
+
+
+leaves = st.one_of(st.integers(-3, 3), st.binary(max_size=12), st.builds(Serialize, st.integers()),
+                   st.builds(ToPickle, st.integers()))
+nested = st.recursive(leaves, lambda children: st.one_of(
+    st.lists(children, max_size=4), st.lists(children, max_size=4).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=2), st.integers(0, 5)), children, max_size=4)),
+    max_leaves=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nested)
+def test_matches_the_obvious_walk(msg: Any) -> None:
+    got = extract_serialize(msg, bytes_threshold=6)
+    want = reference_extract(msg, 6)
+    assert got == want
+    for path, value in got[1].items():  # the removed objects themselves, not copies
+        assert value is want[1][path]
