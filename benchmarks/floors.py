@@ -1,4 +1,4 @@
-"""The floors under two of issue 4's targets, timed side by side in one process.
+"""The floors under three of issue 4's targets, timed side by side in one process.
 
     PY benchmarks/floors.py [--rounds N]
 
@@ -13,6 +13,12 @@ W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) an
 with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per call. `reused
 Packer.pack` is the packing alone: on a batch of 1,000 messages the Packer's set-up is spread
 thin, so fastser's ratio to the floor is at least 1 + walk / pack.
+
+W5 loads: a received bytes value must own its memory, so every codec copies each 64 KiB
+value once. distributed's values are inline in its msgpack header, where msgpack copies them
+in C. fastser's are out-of-band frames named by extension types (zero-copy dumps), so each
+costs an ext_hook call. `unpackb + no-op hooks, then copies` is that design's floor: fastser's
+own W5 header decoded with hooks that do nothing, then one bytes() per payload frame.
 
 Each line: the median time per call, and the median over rounds of its ratio to the first
 line of its group, measured in the same round.
@@ -67,6 +73,30 @@ def w4_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
+def w5_loads() -> dict[str, Callable[[], Any]]:
+    template = workloads.raw_bytes_message()
+    _, dist_loads = workloads.distributed_codec()
+    dist_dumps, _ = workloads.distributed_codec()
+    dist_frames = workloads.received_distributed_tcp(dist_dumps(template))
+    frames = workloads.received_one_buffer(fastser.dumps(template))
+    header, payload = frames[0][1:], frames[1:]  # the header frame after its version byte
+
+    def ext_hook(code: int, data: bytes) -> Any:
+        return data
+
+    def floor() -> Any:
+        msgpack.unpackb(header, ext_hook=ext_hook, list_hook=lambda items: items, raw=False,
+                        strict_map_key=False)
+        return [bytes(view) for view in payload]
+
+    return {
+        "distributed loads": lambda: dist_loads(dist_frames),
+        "fastser.loads": lambda: fastser.loads(frames),
+        "unpackb + no-op hooks, then copies": floor,
+        "the copies alone": lambda: [bytes(view) for view in payload],
+    }
+
+
 def w2_dumps() -> dict[str, Callable[[], Any]]:
     msg = [workloads.control_message(i) for i in range(1000)]
     packer = msgpack.Packer(use_bin_type=True)
@@ -109,6 +139,7 @@ def main() -> None:
     gc.disable()  # as in suite.py
     run("W4 loads", w4_loads(), args.rounds)
     run("W2 dumps", w2_dumps(), args.rounds)
+    run("W5 loads", w5_loads(), args.rounds)
 
 
 if __name__ == "__main__":
