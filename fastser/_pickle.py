@@ -3,26 +3,60 @@ pickle cannot do. The only module that imports pickle or cloudpickle.
 """
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, Final, Optional
 
 import cloudpickle
 
 from ._errors import DeserializationError
 from ._pickle_reader import read_pickle
-from ._pickle_writer import write_pickle
+from ._pickle_writer import BY_VALUE_REGISTRY, write_pickle
 from ._registry import register_serialization_family
 from ._task import task_from_frame
 from ._types import Frame, Header
 from ._wire import FORM_TASK, HEADER_FORM
 
 PICKLE_PROTOCOL: Final = 5
-# stdlib pickle stores functions and classes of __main__ by reference, which the receiving
-# process cannot resolve; cloudpickle stores them by value.
+# stdlib pickle stores functions and classes of __main__, and of modules registered with
+# cloudpickle.register_pickle_by_value, by reference, which the receiving process cannot
+# resolve; cloudpickle stores them by value.
 MAIN_MODULE_MARK: Final = b"__main__"
 # mypyc looks a module attribute up by name at every use; Final copies are statics.
 PICKLE_DUMPS: Final = pickle.dumps
 PICKLE_LOADS: Final = pickle.loads
+
+
+class PublicRegistry:
+    """cloudpickle's by-value registry read through its public function, a copy per read:
+    used only if cloudpickle stops keeping the set this module binds directly."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in cloudpickle.list_registry_pickle_by_value()
+
+    def __len__(self) -> int:
+        return len(cloudpickle.list_registry_pickle_by_value())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(cloudpickle.list_registry_pickle_by_value())
+
+
+def bind_by_value_registry() -> None:
+    # The live set behind cloudpickle.register_pickle_by_value (cloudpickle 2.0 to 3.1):
+    # reading it costs nothing while it is empty, which it is unless the user registered.
+    live = getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES", None)
+    BY_VALUE_REGISTRY[0] = live if isinstance(live, set) else PublicRegistry()
+
+
+def names_by_value_module(data: bytes) -> bool:
+    """Whether a stdlib pickle may name a module registered to be pickled by value (a
+    module name appears in it: a false alarm only costs a cloudpickle call)."""
+    registry = BY_VALUE_REGISTRY[0]
+    if not registry:
+        return False
+    for name in registry:
+        if name.encode() in data:
+            return True
+    return False
 
 
 def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
@@ -34,7 +68,7 @@ def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple
     buffers: list[pickle.PickleBuffer] = []
     try:
         data = PICKLE_DUMPS(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
-        if MAIN_MODULE_MARK in data:
+        if MAIN_MODULE_MARK in data or names_by_value_module(data):
             buffers.clear()
             data = cloudpickle.dumps(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
     except Exception:
@@ -67,4 +101,5 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
 
 
 def register_pickle_family() -> None:
+    bind_by_value_registry()
     register_serialization_family("pickle", pickle_dumps, pickle_loads)

@@ -11,14 +11,15 @@ each task must stay its own payload. This writer emits the same protocol-5 opcod
 stdlib for exact builtin types, module-level functions and classes (checked by name lookup on
 every call, as pickle does, without the import machinery) and functools.partial of those.
 Anything else — subclasses, sets, bytearrays, objects with reducers, a list or dict seen
-twice (pickle would keep the shared identity), `__main__` functions (cloudpickle's job) —
-makes it decline.
+twice (pickle would keep the shared identity), `__main__` functions and those of modules
+registered with cloudpickle.register_pickle_by_value (cloudpickle's job) — makes it decline.
 """
 
 import functools
 import struct
 import sys
 from types import BuiltinFunctionType, FunctionType
+from collections.abc import Collection
 from typing import Any, Final, Optional, cast
 
 PROTO_5: Final = b"\x80\x05"
@@ -122,17 +123,38 @@ def global_name(obj: object) -> GlobalName:
     return entry
 
 
+# The modules cloudpickle.register_pickle_by_value was given (and their submodules): their
+# functions and classes travel by value, never by name. _pickle binds cloudpickle's registry
+# here at import; this module does not import cloudpickle.
+BY_VALUE_REGISTRY: Final[list[Collection[str]]] = [frozenset()]
+
+
+def pickled_by_value(module_name: str) -> bool:
+    """Whether cloudpickle was told to pickle `module_name`, or a package above it, by
+    value (its _is_registered_pickle_by_value, by name)."""
+    registry = BY_VALUE_REGISTRY[0]
+    if not registry:
+        return False
+    while True:
+        if module_name in registry:
+            return True
+        dot = module_name.rfind(".")
+        if dot < 0:
+            return False
+        module_name = module_name[:dot]
+
+
 def lookup_global(obj: object) -> Optional[GlobalName]:
     """The table entry for `obj`, made on first sight; None when pickle would not store it
-    by name or the receiver could not find it (functions of __main__, local ones, names
-    that are not valid UTF-8)."""
+    by name or the receiver could not find it (functions of __main__ or of a module
+    registered to be pickled by value, local ones, names that are not valid UTF-8)."""
     entry = GLOBALS.get(id(obj))
     if entry is not None and entry.obj is obj and entry.still_names(obj):
-        return entry
+        return None if pickled_by_value(entry.module_name) else entry
     module_name = getattr(obj, "__module__", None)
     name = getattr(obj, "__qualname__", None)
     if type(module_name) is not str or type(name) is not str or \
-            module_name == "__main__" or "<" in name:
+            module_name == "__main__" or "<" in name or pickled_by_value(module_name):
         return None
     module = SYS_MODULES.get(module_name)
     if module is None or resolve(module, name) is not obj:
