@@ -123,6 +123,7 @@ class Decoder:
         if state.marks:
             raise DeserializationError(
                 "a tuple or set mark stands elsewhere than first in an array")
+        state.payload.check_all_named()
         max_depth = self.limits.max_depth
         # A level of nesting takes at least one byte of header if it is an array, two if
         # it is a map (its header, and the other half of the entry the path does not take),

@@ -90,8 +90,8 @@ def loads(frames: Sequence[Frame], *, deserialize: bool = True,
     Raises
     ------
     DeserializationError for bad, truncated, hostile or refused input: a frame list beyond
-    limits, a corrupt header, a Serialize payload whose family is not in deserializers or
-    fails.
+    limits, a corrupt header, a payload frame the header does not name, a Serialize payload
+    whose family is not in deserializers or fails.
     ValueError for an unknown family in deserializers; TypeError for deserializers given as
     one str.
     """

@@ -102,6 +102,23 @@ class PayloadFrames:
             return merge_frames(parts)
         raise DeserializationError(f"bad frame reference {ref!r}")
 
+    def check_all_named(self) -> None:
+        """Raise unless the header named every payload frame: the frames of two messages
+        run together, or a frame sent too many, would otherwise be dropped without a word."""
+        count = len(self.frames)
+        if count == 1:
+            return
+        used = self.used
+        named = 0 if used is None else used.count(1)
+        if named == count - 1:
+            return
+        first = 1
+        while used is not None and used[first]:
+            first += 1
+        raise DeserializationError(
+            f"{count - 1 - named} of {count - 1} payload frames are not named by the header "
+            f"(the first is frame {first}): the frames are not one message")
+
     def claim(self, start: int, count: int) -> None:
         used = self.used
         if used is None:

@@ -373,3 +373,16 @@ def test_a_record_of_one_small_pickle_is_one_extension_type() -> None:
 
     assert Decoder(deserialize=False, serialized_factory=factory).loads(frames)["s"] == "mine"
     assert made == [({"serializer": "pickle"}, [body["s"].data])]
+
+
+def test_payload_frames_the_header_does_not_name_are_refused() -> None:
+    big = b"x" * 100_000  # out of band: frame 1
+    one = fastser.dumps({"a": big})
+    other = fastser.dumps({"b": big})
+    for frames, first in ((one + [b"extra"], 2), (one + other[1:], 2),
+                          (fastser.dumps({"small": 1}) + one[1:], 1)):
+        with pytest.raises(DeserializationError, match=f"the first is frame {first}"):
+            fastser.loads(frames)
+        with pytest.raises(DeserializationError, match="not named by the header"):
+            fastser.loads(frames, deserialize=False)
+    assert fastser.loads(one) == {"a": big}
