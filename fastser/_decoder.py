@@ -123,7 +123,8 @@ class Decoder:
         if state.marks:
             raise DeserializationError(
                 "a tuple or set mark stands elsewhere than first in an array")
-        state.payload.check_all_named()
+        if len(frame_list) > 1:
+            state.payload().check_all_named()
         max_depth = self.limits.max_depth
         # A level of nesting takes at least one byte of header if it is an array, two if
         # it is a map (its header, and the other half of the entry the path does not take),
@@ -146,10 +147,19 @@ class DecodeState:
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
         self.arrays = 0  # arrays decoded, each seen by list_hook
-        self.payload = PayloadFrames(frames, decoder.limits)
+        self.frames = frames
+        # Made on the first frame ref: most messages (control messages) have none.
+        self.payload_frames: Optional[PayloadFrames] = None
         self.task_packer: Any = None  # made for the first task kept unopened
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
+
+    def payload(self) -> PayloadFrames:
+        """The message's payload frames, as the header's refs name them."""
+        found = self.payload_frames
+        if found is None:
+            found = self.payload_frames = PayloadFrames(self.frames, self.decoder.limits)
+        return found
 
     def list_hook(self, items: list[Any]) -> Any:
         self.arrays += 1
@@ -240,7 +250,7 @@ class DecodeState:
         if code == EXT_PICKLED:
             return self.pickled(data)
         if code == EXT_BYTES_FRAME:
-            frame = self.payload.raw_frame(unpack_ref(data), False)
+            frame = self.payload().raw_frame(unpack_ref(data), False)
             return frame if type(frame) is bytes else bytes(frame)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
@@ -253,10 +263,10 @@ class DecodeState:
         if code == EXT_MEMORYVIEW:
             return MEMORYVIEW(data)
         if code == EXT_BYTEARRAY_FRAME:
-            frame = self.payload.raw_frame(unpack_ref(data), True)
+            frame = self.payload().raw_frame(unpack_ref(data), True)
             return frame if type(frame) is bytearray else bytearray(frame)
         if code == EXT_MEMORYVIEW_FRAME:
-            return byte_view(self.payload.raw_frame(unpack_ref(data), True))
+            return byte_view(self.payload().raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
     def pickle_record(self, code: int, data: bytes) -> Any:
@@ -295,14 +305,16 @@ class DecodeState:
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
             raise DeserializationError("a payload placeholder is not [header, frames]")
-        return record[0], [self.payload.frame_at(ref) for ref in record[1]]
+        payload = self.payload()
+        return record[0], [payload.frame_at(ref) for ref in record[1]]
 
     def record_parts(self, items: list[Any]) -> tuple[Header, list[Frame]]:
         """A version 3 record: the array [mark, header, refs], decoded with the message."""
         if len(items) != 3 or type(items[1]) is not dict or type(items[2]) is not list:
             raise DeserializationError("a payload record is not [mark, header, frames]")
         refs: list[Any] = items[2]
-        return items[1], [self.payload.frame_at(ref) for ref in refs]
+        payload = self.payload()
+        return items[1], [payload.frame_at(ref) for ref in refs]
 
     def serialized(self, data: bytes) -> Any:
         header, frames = self.record(data)
@@ -315,7 +327,7 @@ class DecodeState:
     def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
-            header, frames = self.payload.inflate_payload(header, frames)
+            header, frames = self.payload().inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
@@ -328,7 +340,7 @@ class DecodeState:
             if header.get(HEADER_SERIALIZER) != PICKLE_FAMILY:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
-            header, frames = self.payload.inflate_payload(header, frames)
+            header, frames = self.payload().inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         # Never unpickled here: forwarded as it arrived.
