@@ -67,15 +67,15 @@ class Extractor:
         self.prefix.pop()
         return out
 
+    # Containers are told apart first: take() would only check them against the four
+    # wrapper classes (a subtype walk each) to find they are not payloads.
     def walk_dict(self, obj: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         for key, value in obj.items():
-            if self.take(key, value):
-                continue
             t = type(value)
             if t is dict or t is list or t is tuple:
                 out[key] = self.walk_child(key, value)
-            else:
+            elif not self.take(key, value):
                 out[key] = value
         return out
 
@@ -83,14 +83,13 @@ class Extractor:
         out: list[Any] = []
         index = 0
         for value in obj:
-            if self.take(index, value):
+            t = type(value)
+            if t is dict or t is list or t is tuple:
+                out.append(self.walk_child(index, value))
+            elif self.take(index, value):
                 out.append(None)
             else:
-                t = type(value)
-                if t is dict or t is list or t is tuple:
-                    out.append(self.walk_child(index, value))
-                else:
-                    out.append(value)
+                out.append(value)
             index += 1
         return out
 
