@@ -119,7 +119,7 @@ def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
     print(name)
     for label in fns:
         ratio = statistics.median(a / b for a, b in zip(times[label], times[first]))
-        print(f"  {label:30s} {statistics.median(times[label]) * 1e6:10,.0f} µs   {ratio:5.2f}x")
+        print(f"  {label:36s} {statistics.median(times[label]) * 1e6:10,.0f} µs   {ratio:5.2f}x")
 
 
 def timed(fn: Callable[[], Any], number: int) -> float:
