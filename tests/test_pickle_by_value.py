@@ -13,6 +13,7 @@ import cloudpickle
 import pytest
 
 import fastser
+from fastser import _pickle, _pickle_writer
 
 SOURCE = '''
 def double(x):
@@ -63,8 +64,21 @@ def messages(module: Any) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(params=["live set", "public function"])
+def registry_binding(request: pytest.FixtureRequest) -> Iterator[str]:
+    """cloudpickle's registry as fastser reads it: its live set, or (were cloudpickle to
+    drop that set) through cloudpickle.list_registry_pickle_by_value."""
+    bound = _pickle_writer.BY_VALUE_REGISTRY[0]
+    if request.param == "public function":
+        _pickle_writer.BY_VALUE_REGISTRY[0] = _pickle.PublicRegistry()
+    try:
+        yield request.param
+    finally:
+        _pickle_writer.BY_VALUE_REGISTRY[0] = bound
+
+
 def test_registered_modules_are_not_needed_by_the_receiver(
-        by_value_module: ModuleType) -> None:
+        registry_binding: str, by_value_module: ModuleType) -> None:
     sent = {name: [bytes(frame) for frame in fastser.dumps(msg)]
             for name, msg in messages(by_value_module).items()}
     # The receiver cannot import the module: only a pickle by value can be read back.
