@@ -57,16 +57,20 @@ def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
         return None
     start = expected - base
     expected += first.nbytes
+    readonly = first.readonly
     for piece in pieces[1:]:
         if type(piece) is not MEMORYVIEW or piece.obj is not owner:
             return None
         if address_of(piece) != expected:
             return None
         expected += piece.nbytes
+        readonly = readonly or piece.readonly
     end = expected - base
     if start < 0 or end > whole.nbytes:
         return None
-    return whole[start:end]
+    # A fresh export of the owner may be writeable where the caller's views were not: the
+    # join must not hand out write access the caller did not.
+    return whole[start:end].toreadonly() if readonly else whole[start:end]
 
 
 # Bound here, in compiled code: a call into the interpreted _buffers.buffer_address costs

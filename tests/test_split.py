@@ -103,3 +103,16 @@ def test_address_of_writeable_read_only_empty_and_strided_views() -> None:
     empty_run = pieces_of(bytearray(range(30)), [10, 0, 20])
     joined = merge_frames(empty_run)
     assert type(joined) is memoryview and joined.tobytes() == bytes(range(30))
+
+
+def test_joining_read_only_pieces_gives_no_write_access() -> None:
+    # The pieces are read-only views of a bytearray: the joined view must be read-only too,
+    # though a fresh export of the bytearray would be writeable.
+    buffer = bytearray(range(100))
+    pieces: list[Frame] = [memoryview(p).toreadonly() for p in pieces_of(buffer, [30, 70])]
+    joined = merge_frames(pieces)
+    assert type(joined) is memoryview and joined.readonly and joined.tobytes() == bytes(buffer)
+    mixed = pieces_of(buffer, [30, 70])
+    mixed[1] = memoryview(mixed[1]).toreadonly()
+    assert memoryview(merge_frames(mixed)).readonly
+    assert not memoryview(merge_frames(pieces_of(buffer, [30, 70]))).readonly
