@@ -153,7 +153,9 @@ class Encoder:
             return self.out_of_band(obj, state, EXT_BYTEARRAY_FRAME, BYTEARRAY_FRAME_REFS)
         if type(obj) is MEMORYVIEW:
             view = memoryview_frame(obj)
-            if nbytes(view) < OUT_OF_BAND_BYTES:
+            # A key or set item stays inline, whatever its size: received out of band into
+            # a writeable buffer it would be a writeable memoryview, which cannot be hashed.
+            if nbytes(view) < OUT_OF_BAND_BYTES or state.hashable:
                 return ext(EXT_MEMORYVIEW, bytes(view))
             return self.out_of_band(view, state, EXT_MEMORYVIEW_FRAME, MEMORYVIEW_FRAME_REFS)
         return self.encode_object(obj, depth, state)

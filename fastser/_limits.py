@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._errors import DeserializationError
+from ._errors import DeserializationError, chained
 from ._types import MEMORYVIEW, nbytes
 
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
@@ -60,7 +60,10 @@ def check_frames(frames: list[Any], limits: Limits) -> None:
                 type(frame) is not MEMORYVIEW:
             raise DeserializationError(
                 f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
-        size = nbytes(frame)
+        try:
+            size = nbytes(frame)
+        except ValueError as exc:  # the only frame that cannot say its size
+            raise chained(DeserializationError(f"frame {index} is a released memoryview"), exc)
         if size > limits.max_frame_bytes:
             raise DeserializationError(f"frame {index} of {size} bytes exceeds "
                                        f"Limits.max_frame_bytes={limits.max_frame_bytes}")

@@ -386,3 +386,22 @@ def test_payload_frames_the_header_does_not_name_are_refused() -> None:
         with pytest.raises(DeserializationError, match="not named by the header"):
             fastser.loads(frames, deserialize=False)
     assert fastser.loads(one) == {"a": big}
+
+
+def test_a_released_memoryview_frame_is_refused() -> None:
+    frames = fastser.dumps({"a": b"x" * 70_000})
+    released = memoryview(bytearray(frames[1]))
+    released.release()
+    with pytest.raises(DeserializationError, match="frame 1 is a released memoryview"):
+        fastser.loads([frames[0], released])
+
+
+def test_a_large_memoryview_key_comes_back_hashable_from_a_writeable_buffer() -> None:
+    key = memoryview(b"k" * 70_000)
+    msg = {key: 1, (1, memoryview(b"t" * 70_000)): 2}
+    frames = fastser.dumps(msg)
+    assert len(frames) == 1  # keys stay inline: a writeable view could not be hashed
+    received = fastser.unpack_frames(memoryview(bytearray(fastser.pack_frames(frames))))
+    assert fastser.loads(received) == msg
+    big = fastser.dumps({"v": key})  # as a value it still leaves as its own frame
+    assert len(big) == 2 and memoryview(big[1]).obj is key.obj
