@@ -128,15 +128,15 @@ def serialize(obj: Any, serializers: Optional[Sequence[str]] = None, *,
     return _serialize.serialize(obj, serializers, on_error=on_error, context=context)
 
 
-def deserialize(header: Header, frames: list[Frame],
+def deserialize(header: Header, frames: Sequence[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
     """Rebuild one object from (header, frames) with the family header["serializer"] names.
 
     Parameters
     ----------
     header: the header serialize returned (or a Serialized's header).
-    frames: its frames. Frames that header["compression"] names are decompressed first
-        (each at most Limits().max_frame_bytes).
+    frames: its frames (a list or any sequence). Frames that header["compression"] names are
+        decompressed first (each at most Limits().max_frame_bytes).
     deserializers: the families allowed to run (default: all registered families).
 
     Returns

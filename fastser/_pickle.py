@@ -10,7 +10,7 @@ import cloudpickle
 
 from ._errors import DeserializationError
 from ._pickle_reader import read_pickle
-from ._pickle_writer import BY_VALUE_REGISTRY, write_pickle
+from ._pickle_writer import BINUNICODE, BY_VALUE_REGISTRY, SHORT_BINUNICODE, write_pickle
 from ._registry import register_serialization_family
 from ._task import task_from_frame
 from ._types import Frame, Header
@@ -48,13 +48,19 @@ def bind_by_value_registry() -> None:
 
 
 def names_by_value_module(data: bytes) -> bool:
-    """Whether a stdlib pickle may name a module registered to be pickled by value (a
-    module name appears in it: a false alarm only costs a cloudpickle call)."""
+    """Whether a stdlib pickle names a module registered to be pickled by value, or one of
+    its submodules: the name as a whole pickled string, or followed by a dot (a rare false
+    alarm only costs a cloudpickle call). Not seen: a registered module that sys.modules
+    also holds under another name, when an object names it by that other name."""
     registry = BY_VALUE_REGISTRY[0]
     if not registry:
         return False
     for name in registry:
-        if name.encode() in data:
+        encoded = name.encode()
+        size = len(encoded)
+        whole = (SHORT_BINUNICODE + bytes((size,)) if size < 256 else
+                 BINUNICODE + size.to_bytes(4, "little")) + encoded
+        if whole in data or encoded + b"." in data:
             return True
     return False
 

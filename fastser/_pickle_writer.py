@@ -93,6 +93,10 @@ class GlobalName:
             vars(module) if "." not in name else None)
         self.name = name
         self.opcodes = opcodes
+        # The module's own name, which cloudpickle's by-value registry is keyed by: it may
+        # differ from __module__ when sys.modules holds the module under another name too.
+        own = getattr(module, "__name__", module_name)
+        self.own_name: str = own if type(own) is str else module_name
 
     def still_names(self, obj: object) -> bool:
         """Whether the module and name still find `obj` (pickle checks this at every dump:
@@ -150,7 +154,9 @@ def lookup_global(obj: object) -> Optional[GlobalName]:
     registered to be pickled by value, local ones, names that are not valid UTF-8)."""
     entry = GLOBALS.get(id(obj))
     if entry is not None and entry.obj is obj and entry.still_names(obj):
-        return None if pickled_by_value(entry.module_name) else entry
+        if pickled_by_value(entry.module_name) or pickled_by_value(entry.own_name):
+            return None
+        return entry
     module_name = getattr(obj, "__module__", None)
     name = getattr(obj, "__qualname__", None)
     if type(module_name) is not str or type(name) is not str or \
@@ -158,6 +164,9 @@ def lookup_global(obj: object) -> Optional[GlobalName]:
         return None
     module = SYS_MODULES.get(module_name)
     if module is None or resolve(module, name) is not obj:
+        return None
+    own = getattr(module, "__name__", None)
+    if type(own) is str and own != module_name and pickled_by_value(own):
         return None
     writer = PickleWriter()
     try:

@@ -112,9 +112,12 @@ def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Heade
     return {HEADER_SERIALIZER: ERROR_FAMILY}, [message.encode(), trace.encode()]
 
 
-def deserialize(header: Header, frames: list[Frame],
+def deserialize(header: Header, frames: Sequence[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
-    return deserialize_within(header, frames, deserializers, DEFAULT_LIMITS.max_frame_bytes)
+    # Any sequence of frames, in both builds (compiled code would refuse a tuple here).
+    frame_list = frames if type(frames) is list else list(frames)
+    return deserialize_within(header, frame_list, deserializers,
+                              DEFAULT_LIMITS.max_frame_bytes)
 
 
 def deserialize_within(header: Header, frames: list[Frame],

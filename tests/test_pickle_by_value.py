@@ -106,3 +106,32 @@ def test_unregistered_modules_still_travel_by_name() -> None:
     frames = fastser.dumps({"t": fastser.Serialize((len, "abc"))})
     assert b"cloudpickle" not in b"".join(bytes(frame) for frame in frames)
     assert fastser.loads(frames)["t"] == (len, "abc")
+
+
+def test_a_module_registered_under_its_own_name_is_found_through_an_alias(
+        by_value_module: ModuleType) -> None:
+    # sys.modules holds the registered module under a second name, which a function's
+    # __module__ gives: cloudpickle goes by the module's own name, and so must fastser's
+    # own writer and the task form.
+    sys.modules["fastser_by_value_alias"] = by_value_module
+    try:
+        def triple(x: int) -> int:
+            return 3 * x
+
+        triple.__module__, triple.__qualname__ = "fastser_by_value_alias", "triple"
+        by_value_module.triple = triple  # type: ignore[attr-defined]
+        assert _pickle_writer.lookup_global(triple) is None
+        assert _pickle_writer.lookup_global(len) is not None
+    finally:
+        del sys.modules["fastser_by_value_alias"]
+
+
+def test_only_a_pickled_module_name_sends_a_pickle_to_cloudpickle(
+        by_value_module: ModuleType) -> None:
+    # The registered package is fastser_by_value_pkg: its name inside other text is not a
+    # module the pickle names; the module itself or a submodule is.
+    import pickle
+    assert not _pickle.names_by_value_module(
+        pickle.dumps(["see fastser_by_value_pkg_notes"], protocol=5))
+    assert _pickle.names_by_value_module(pickle.dumps(by_value_module.Thing, protocol=5))
+    assert _pickle.names_by_value_module(pickle.dumps(["fastser_by_value_pkg"], protocol=5))

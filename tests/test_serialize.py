@@ -166,3 +166,8 @@ def test_a_family_may_return_any_buffer_as_a_frame_and_is_named_when_it_returns_
     # (compiled code checks the declared return type first, and says so as the cause)
     with pytest.raises(SerializationError, match=r"shapeless.*(returned list|got list)"):
         fastser.dumps({"x": fastser.Serialize(5)}, serializers=["shapeless"])
+
+
+def test_deserialize_takes_any_sequence_of_frames_in_both_builds() -> None:
+    header, frames = fastser.serialize(array.array("i", [1, 2, 3]))
+    assert fastser.deserialize(header, tuple(frames)) == array.array("i", [1, 2, 3])
