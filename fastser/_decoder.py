@@ -37,6 +37,8 @@ SMALL_HEADER_BYTES: Final = 4096
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
 UNPACKB: Final = msgpack.unpackb
+# The header of an unopened task's record: each record gets a copy of its own.
+TASK_RECORD_HEADER: Final[Header] = {HEADER_SERIALIZER: PICKLE_FAMILY, HEADER_FORM: FORM_TASK}
 
 
 def unpack(data: Any, ext_hook: Any, list_hook: Any) -> Any:
@@ -150,7 +152,7 @@ class DecodeState:
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
-        self.task_packer: Any = None  # made for the first task kept unopened
+        self.pack_task: Any = None  # a Packer's bound pack, made for the first unopened task
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
 
@@ -212,11 +214,11 @@ class DecodeState:
             else:
                 self.collections += 1  # a tuple, perhaps
                 return task
-        header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY, HEADER_FORM: FORM_TASK}
-        packer = self.task_packer
-        if packer is None:
-            packer = self.task_packer = msgpack.Packer(autoreset=True, use_bin_type=True)
-        frames: list[Frame] = [packer.pack(names.self_contained(fields, index, start))]
+        header: Header = TASK_RECORD_HEADER.copy()  # a copy: each record owns its header
+        pack = self.pack_task
+        if pack is None:
+            pack = self.pack_task = msgpack.Packer(autoreset=True, use_bin_type=True).pack
+        frames: list[Frame] = [pack(names.self_contained(fields, index, start))]
         if serialized:
             return self.open_serialized(header, frames)
         return self.open_pickled(header, frames)
