@@ -20,29 +20,34 @@ from ._wire import OUT_OF_BAND_BYTES
 np: Final[Any] = importlib.import_module("numpy")
 npy_format: Final[Any] = importlib.import_module("numpy.lib.format")
 frombuffer: Final[Any] = np.frombuffer  # bound once: a method lookup on the module per array
+UINT8: Final[Any] = np.uint8
 
 
 def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
-    if x.dtype.hasobject:
+    # Each attribute read once: numpy builds a new flags object at every .flags.
+    dtype = x.dtype
+    if dtype.hasobject:
         raise NotImplementedError("object arrays go to the next family")
-    if x.flags.c_contiguous:
+    flags = x.flags
+    shape = x.shape
+    if flags.c_contiguous:
         order = "C"
-        flat = x.reshape(-1)
-    elif x.flags.f_contiguous:
+        flat = x if len(shape) == 1 else x.reshape(-1)
+    elif flags.f_contiguous:
         order = "F"
         flat = x.reshape(-1, order="F")
     else:
         order = "C"
         flat = np.ascontiguousarray(x).reshape(-1)  # the one copy of a strided array
     header: Header = {
-        "dtype": _wire_descr(x.dtype),
-        "shape": list(x.shape),
+        "dtype": _wire_descr(dtype),
+        "shape": list(shape),
         "order": order,
-        "writeable": bool(x.flags.writeable),
+        "writeable": bool(flags.writeable),
     }
     # A uint8 view of the contiguous data: no copy, and datetime dtypes, which refuse the
     # buffer protocol, still give a frame.
-    return header, [flat.view(np.uint8).data]
+    return header, [flat.view(UINT8).data]
 
 
 def ndarray_loads(header: Header, frames: list[Frame]) -> Any:

@@ -19,6 +19,7 @@ def arrays() -> list[Any]:
         base.T, np.arange(10, dtype=">i4"), np.array(["2026-01-01", "NaT"], dtype="M8[ns]"),
         np.arange(3, dtype="m8[s]"), structured, np.zeros((0, 3)), np.array([True, False]),
         np.array(["ab", "c"]), np.arange(4, dtype="c16"), np.ones(100_000, dtype="f4"),
+        np.arange(20)[::3], np.arange(20).astype("M8[s]")[::2],
     ]
 
 
@@ -31,7 +32,7 @@ def test_layouts_roundtrip(x: Any) -> None:
 
 
 def test_contiguous_arrays_leave_without_copy() -> None:
-    for x in (np.ones((300, 300)), np.asfortranarray(np.ones((300, 300)))):
+    for x in (np.ones((300, 300)), np.asfortranarray(np.ones((300, 300))), np.ones(90_000)):
         frames = fastser.dumps({"x": Serialize(x)})
         assert len(frames) == 2
         assert np.shares_memory(np.frombuffer(frames[1], dtype=np.uint8), x)
