@@ -10,8 +10,9 @@ every module with hot code. Left interpreted, each for a reason:
   _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called only for read-only
                pieces of a split frame (_split takes writeable ones' addresses itself)
   __main__.py, _demo.py, _inspect.py  the command line: nothing hot
-  dask.py      distributed's comm backends (the dask extra): subclasses distributed's
-               interpreted classes, and distributed is not a build dependency
+  dask.py, _dask_bridge.py  distributed's comm backends and the payload bridge (the dask
+               extra): subclass distributed's interpreted classes, and distributed is not
+               a build dependency
 """
 
 import glob

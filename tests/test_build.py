@@ -49,8 +49,9 @@ def test_compiled_suite_runs_the_dask_tests() -> None:
 def test_dask_module_stays_interpreted() -> None:
     # It subclasses distributed's classes (setup.py lists the reason).
     pytest.importorskip("distributed")
-    dask_module = importlib.import_module("fastser.dask")
-    assert dask_module.__file__ is not None and dask_module.__file__.endswith(".py")
+    for name in ("fastser.dask", "fastser._dask_bridge"):
+        dask_module = importlib.import_module(name)
+        assert dask_module.__file__ is not None and dask_module.__file__.endswith(".py")
 
 
 def test_single_class_identity() -> None:

@@ -35,9 +35,10 @@ from distributed.protocol.serialize import serialize as distributed_serialize  #
 import fastser  # noqa: E402
 from fastser import Decoder, Encoder  # noqa: E402
 from fastser._wire import WIRE_VERSION  # noqa: E402
+from fastser._dask_bridge import (FastserSerialized, distributed_to_fastser,  # noqa: E402
+                                  fastser_to_distributed)
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
-                          FastserSerialized, FastserTLSBackend, distributed_to_fastser,
-                          fastser_to_distributed, make_encoder)
+                          FastserTLSBackend, make_encoder)
 
 TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
 

@@ -17,7 +17,8 @@ LAYERS = [
     {"_paths", "_walk", "_depth", "_frame_refs", "_encoder", "_decoder", "_codec"},
     {"_framing"},
     {"_aio", "_sock"},
-    {"_facade", "__init__", "__main__", "_demo", "_inspect", "aio", "sock", "dask"},
+    {"_facade", "__init__", "__main__", "_demo", "_inspect", "aio", "sock", "dask",
+     "_dask_bridge"},
 ]
 
 
