@@ -153,20 +153,25 @@ def lookup_global(obj: object) -> Optional[GlobalName]:
     by name or the receiver could not find it (functions of __main__ or of a module
     registered to be pickled by value, local ones, names that are not valid UTF-8)."""
     entry = GLOBALS.get(id(obj))
-    if entry is not None and entry.obj is obj and entry.still_names(obj):
-        if pickled_by_value(entry.module_name) or pickled_by_value(entry.own_name):
+    if entry is None or entry.obj is not obj or not entry.still_names(obj):
+        entry = new_global(obj)
+        if entry is None:
             return None
-        return entry
+    # Asked at every call, cached entry or not: a module may be registered at any time.
+    if pickled_by_value(entry.module_name) or pickled_by_value(entry.own_name):
+        return None
+    return entry
+
+
+def new_global(obj: object) -> Optional[GlobalName]:
+    """A table entry for `obj`, stored; None when pickle would not store it by name."""
     module_name = getattr(obj, "__module__", None)
     name = getattr(obj, "__qualname__", None)
     if type(module_name) is not str or type(name) is not str or \
-            module_name == "__main__" or "<" in name or pickled_by_value(module_name):
+            module_name == "__main__" or "<" in name:
         return None
     module = SYS_MODULES.get(module_name)
     if module is None or resolve(module, name) is not obj:
-        return None
-    own = getattr(module, "__name__", None)
-    if type(own) is str and own != module_name and pickled_by_value(own):
         return None
     writer = PickleWriter()
     try:
