@@ -1,13 +1,19 @@
-"""The floors under three of issue 4's targets, timed side by side in one process.
+"""The floors under five of issue 4's targets, timed side by side in one process.
 
     PY benchmarks/floors.py [--rounds N]
 
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
 
+W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
+`Decoder.loads` are the compiled calls without the interpreted public functions around them
+(which keep their docstrings); `reused Packer.pack` is the packing alone; `unpackb + no-op
+hooks` decodes fastser's own W1 header with hooks that do nothing.
+
 W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
 calls. `unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing:
 no decoder built on msgpack's hooks can be faster, whatever it does in them. `unpackb, no
 hooks` is msgpack alone (each extension type then becomes a msgpack.ExtType, built in Python).
+`deserialize=False` is a scheduler's path: each task stays an unopened record.
 
 W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
 with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per call. `reused
@@ -51,25 +57,56 @@ def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
     return template
 
 
+def no_op_ext_hook(code: int, data: bytes) -> Any:
+    return data
+
+
+def no_op_list_hook(items: list[Any]) -> Any:
+    return items
+
+
+def w1_dumps() -> dict[str, Callable[[], Any]]:
+    msg = workloads.control_message(7)
+    encoder = fastser.Encoder()
+    packer = msgpack.Packer(use_bin_type=True)
+    return {
+        "msgpack.packb (the floor)": lambda: msgpack.packb(msg, use_bin_type=True),
+        "fastser.dumps": lambda: fastser.dumps(msg),
+        "Encoder.dumps": lambda: encoder.dumps(msg),
+        "reused Packer.pack": lambda: packer.pack(msg),
+    }
+
+
+def w1_loads() -> dict[str, Callable[[], Any]]:
+    msg = workloads.control_message(7)
+    floor = msgpack.packb(msg, use_bin_type=True)
+    frames = workloads.received_one_buffer(fastser.dumps(msg))
+    header = bytes(frames[0])[1:]  # after the version byte
+    decoder = fastser.Decoder()
+    return {
+        "msgpack.unpackb (the floor)": lambda: msgpack.unpackb(
+            floor, raw=False, use_list=False, strict_map_key=False),
+        "fastser.loads": lambda: fastser.loads(frames),
+        "Decoder.loads": lambda: decoder.loads(frames),
+        "unpackb + no-op hooks": lambda: msgpack.unpackb(
+            header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
+            strict_map_key=False),
+    }
+
+
 def w4_loads() -> dict[str, Callable[[], Any]]:
     template = workloads.update_graph()
     frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
     header = frames[0][1:]
     pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
-    mark = object()
-
-    def ext_hook(code: int, data: bytes) -> Any:
-        return mark
-
-    def list_hook(items: list[Any]) -> Any:
-        return items
-
     return {
         "pickle.loads (whole message)": lambda: pickle.loads(pickled),
         "fastser.loads": lambda: fastser.loads(frames),
         "unpackb + no-op hooks": lambda: msgpack.unpackb(
-            header, ext_hook=ext_hook, list_hook=list_hook, raw=False, strict_map_key=False),
+            header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
+            strict_map_key=False),
         "unpackb, no hooks": lambda: msgpack.unpackb(header, raw=False, strict_map_key=False),
+        "fastser.loads deserialize=False": lambda: fastser.loads(frames, deserialize=False),
     }
 
 
@@ -81,12 +118,9 @@ def w5_loads() -> dict[str, Callable[[], Any]]:
     frames = workloads.received_one_buffer(fastser.dumps(template))
     header, payload = frames[0][1:], frames[1:]  # the header frame after its version byte
 
-    def ext_hook(code: int, data: bytes) -> Any:
-        return data
-
     def floor() -> Any:
-        msgpack.unpackb(header, ext_hook=ext_hook, list_hook=lambda items: items, raw=False,
-                        strict_map_key=False)
+        msgpack.unpackb(header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook,
+                        raw=False, strict_map_key=False)
         return [bytes(view) for view in payload]
 
     return {
@@ -119,7 +153,9 @@ def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
     print(name)
     for label in fns:
         ratio = statistics.median(a / b for a, b in zip(times[label], times[first]))
-        print(f"  {label:36s} {statistics.median(times[label]) * 1e6:10,.0f} µs   {ratio:5.2f}x")
+        median = statistics.median(times[label]) * 1e6
+        shown = f"{median:10,.2f}" if median < 100 else f"{median:10,.0f}"
+        print(f"  {label:36s} {shown} µs   {ratio:5.2f}x")
 
 
 def timed(fn: Callable[[], Any], number: int) -> float:
@@ -137,6 +173,8 @@ def main() -> None:
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
     gc.disable()  # as in suite.py
+    run("W1 dumps", w1_dumps(), args.rounds)
+    run("W1 loads", w1_loads(), args.rounds)
     run("W4 loads", w4_loads(), args.rounds)
     run("W2 dumps", w2_dumps(), args.rounds)
     run("W5 loads", w5_loads(), args.rounds)
