@@ -44,9 +44,10 @@ class Limits:
 DEFAULT_LIMITS: Final = Limits()
 
 
-def check_frames(frames: list[Any], limits: Limits) -> None:
+def check_frames(frames: list[Any], limits: Limits) -> int:
     """Raise DeserializationError unless `frames` is a list of bytes-like frames within
-    `limits` (count, each frame, the header frame, the message): checked before decoding."""
+    `limits` (count, each frame, the header frame, the message): checked before decoding.
+    Returns the size of the header frame in bytes."""
     # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame item
     # before the check below could name it.
     count = len(frames)
@@ -55,6 +56,7 @@ def check_frames(frames: list[Any], limits: Limits) -> None:
     if count > limits.max_frames:
         raise DeserializationError(f"{count} frames exceed Limits.max_frames={limits.max_frames}")
     total = 0
+    header_size = 0
     for index, frame in enumerate(frames):
         if type(frame) is not bytes and type(frame) is not bytearray and \
                 type(frame) is not MEMORYVIEW:
@@ -67,10 +69,13 @@ def check_frames(frames: list[Any], limits: Limits) -> None:
         if size > limits.max_frame_bytes:
             raise DeserializationError(f"frame {index} of {size} bytes exceeds "
                                        f"Limits.max_frame_bytes={limits.max_frame_bytes}")
-        if index == 0 and size > limits.max_header_bytes:
-            raise DeserializationError(f"header frame of {size} bytes exceeds "
-                                       f"Limits.max_header_bytes={limits.max_header_bytes}")
+        if index == 0:
+            if size > limits.max_header_bytes:
+                raise DeserializationError(f"header frame of {size} bytes exceeds "
+                                           f"Limits.max_header_bytes={limits.max_header_bytes}")
+            header_size = size
         total += size
     if total > limits.max_message_bytes:
         raise DeserializationError(f"message of {total} bytes exceeds "
                                    f"Limits.max_message_bytes={limits.max_message_bytes}")
+    return header_size

@@ -396,6 +396,33 @@ def test_a_released_memoryview_frame_is_refused() -> None:
         fastser.loads([frames[0], released])
 
 
+def strided_copy(frame: bytes) -> memoryview:
+    """`frame` as a view that skips every other byte of its buffer (not contiguous)."""
+    spread = bytearray(2 * len(frame))
+    spread[::2] = frame
+    return memoryview(spread)[::2]
+
+
+def test_a_header_frame_in_any_buffer_layout_is_read() -> None:
+    for msg in ({"small": (1, "x")}, {"large": list(range(3000))}):
+        header = fastser.dumps(msg)[0]
+        assert fastser.loads([strided_copy(header)]) == msg
+        assert fastser.loads([memoryview(bytearray(header))]) == msg
+
+
+def test_a_header_frame_that_cannot_be_viewed_as_bytes_is_refused() -> None:
+    np = pytest.importorskip("numpy")
+    header = fastser.dumps({"k": list(range(3000))})[0]
+    columns = np.zeros((len(header), 2), dtype=np.uint8)
+    columns[:, 0] = np.frombuffer(header, dtype=np.uint8)
+    with pytest.raises(DeserializationError, match="frame 0 is not a contiguous buffer"):
+        fastser.loads([memoryview(columns[:, 0:1])])
+    small = fastser.dumps({"k": 1})[0]  # a small header is copied, whatever its layout
+    columns = np.zeros((len(small), 2), dtype=np.uint8)
+    columns[:, 0] = np.frombuffer(small, dtype=np.uint8)
+    assert fastser.loads([memoryview(columns[:, 0:1])]) == {"k": 1}
+
+
 def test_a_large_memoryview_key_comes_back_hashable_from_a_writeable_buffer() -> None:
     key = memoryview(b"k" * 70_000)
     msg = {key: 1, (1, memoryview(b"t" * 70_000)): 2}
