@@ -11,13 +11,13 @@ bounded by MAX_NESTED_EXT, as each level costs a nested msgpack call on the C st
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Optional
+from typing import Any, Final, Optional, cast
 
 import msgpack
 
 from ._errors import DeserializationError, FastserError, chained
 from ._limits import DEFAULT_LIMITS, Limits, check_frames
-from ._depth import deeper_than, is_container
+from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
@@ -58,6 +58,14 @@ SERIALIZED_MARK: Final = Mark()
 PICKLED_MARK: Final = Mark()
 TASK_SERIALIZED_MARK: Final = Mark()
 TASK_PICKLED_MARK: Final = Mark()
+
+
+def as_bytes(data: object) -> bytes:
+    """A header body (bytes, or a view of a large header) as bytes."""
+    if type(data) is bytes:
+        return data
+    view: memoryview = cast(memoryview, data)
+    return view.tobytes()
 
 
 def unpack_ref(data: bytes) -> Any:
@@ -138,10 +146,13 @@ class Decoder:
         max_depth = self.limits.max_depth
         # A level of nesting takes at least one byte of header if it is an array, two if
         # it is a map (its header, and the other half of the entry the path does not take),
-        # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep; only a
-        # header that could nest deeper is walked. msgpack itself stops at 1024 levels.
+        # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
+        # that bound, the header's bytes are scanned (a bound too, ~4x cheaper than the
+        # walk), and only a header they say may nest too deep is walked. The scan cannot
+        # see into version 1's nested tuple payloads. msgpack itself stops at 1024 levels.
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                deeper_than(msg, max_depth, state.collections > 0):
+                (state.nested_payloads > 0 or header_nests_deeper(as_bytes(body), max_depth)) \
+                and deeper_than(msg, max_depth, state.collections > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
@@ -156,6 +167,7 @@ class DecodeState:
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
+        self.nested_payloads = 0  # of them, those decoded from nested payloads (v1)
         self.arrays = 0  # arrays decoded, each seen by list_hook
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
@@ -306,6 +318,7 @@ class DecodeState:
                 f"tuples, sets and frozensets nested more than {self.max_nested} deep")
         self.nested_ext += 1
         self.collections += 1
+        self.nested_payloads += 1
         items = unpack(data, self.ext_hook, self)
         self.nested_ext -= 1
         if type(items) is not list:

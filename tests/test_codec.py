@@ -396,7 +396,7 @@ def test_a_released_memoryview_frame_is_refused() -> None:
         fastser.loads([frames[0], released])
 
 
-def strided_copy(frame: bytes) -> memoryview:
+def strided_copy(frame: fastser.Frame) -> memoryview:
     """`frame` as a view that skips every other byte of its buffer (not contiguous)."""
     spread = bytearray(2 * len(frame))
     spread[::2] = frame

@@ -1,0 +1,102 @@
+"""The header depth scan: an upper bound of a decoded message's nesting, read from msgpack
+bytes; and that the decoder still refuses every message nested too deep."""
+
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastser
+from fastser import DeserializationError
+from fastser._depth import header_nests_deeper
+
+EXT_TUPLE = 1  # version 1: a tuple as an extension type holding msgpack of its items
+EXT_TUPLE_MARK = 12
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False), st.text(max_size=40), st.binary(max_size=40),
+    st.sampled_from(["s" * 300, b"b" * 300]),  # 16-bit lengths (32-bit: tested below)
+    st.builds(msgpack.ExtType, st.integers(min_value=0, max_value=127),
+              st.sampled_from([b"", b"1", b"12", b"1234", b"12345678", b"1" * 16, b"x" * 20,
+                               b"y" * 300])),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=20),
+        st.dictionaries(st.one_of(st.text(max_size=5), st.integers(min_value=-(2**63), max_value=2**63)), inner, max_size=18)),
+    max_leaves=60)
+
+
+def depth(value: Any) -> int:
+    """How many containers nest on the deepest path (keys included)."""
+    if type(value) is list:
+        return 1 + max((depth(item) for item in value), default=0)
+    if type(value) is dict:
+        return 1 + max((depth(item) for pair in value.items() for item in pair), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_the_scan_finds_the_depth_of_any_msgpack_value(value: Any) -> None:
+    data = msgpack.packb(value, use_bin_type=True)
+    deepest = depth(value)
+    for budget in range(1, deepest + 2):
+        assert header_nests_deeper(data, budget) == (deepest > budget)
+
+
+def test_the_scan_reads_16_and_32_bit_counts_and_lengths() -> None:
+    one_more = b"\x91\xc0"  # [None]: one level
+    for prefix in (b"\xdc\x00\x01", b"\xdd\x00\x00\x00\x01"):  # array 16 / 32 of one item
+        assert header_nests_deeper(prefix + one_more, 2) is False
+        assert header_nests_deeper(prefix + one_more, 1) is True
+    for prefix in (b"\xde\x00\x01", b"\xdf\x00\x00\x00\x01"):  # map 16 / 32 of one entry
+        assert header_nests_deeper(prefix + b"\xc0" + one_more, 2) is False
+        assert header_nests_deeper(prefix + b"\xc0" + one_more, 1) is True
+    big = b"x" * 70_000
+    for packed in (msgpack.packb([big, [1]]), msgpack.packb([big.decode(), [1]]),
+                   msgpack.packb([msgpack.ExtType(5, big), [1]])):
+        assert header_nests_deeper(packed, 2) is False
+        assert header_nests_deeper(packed, 1) is True
+
+
+def test_bytes_that_are_not_one_whole_value_say_too_deep() -> None:
+    # The decoder scans only what msgpack decoded; anything else must not pass as shallow.
+    packed = msgpack.packb({"a": [1, "two", b"3"], "b": 2.5}, use_bin_type=True)
+    for end in range(len(packed)):
+        assert header_nests_deeper(packed[:end], 10) is True
+    assert header_nests_deeper(b"\xc1", 10) is True  # never used by msgpack
+    assert header_nests_deeper(b"\xdd\xff\xff\xff\xff", 10) is True  # 2**32 - 1 missing
+    assert header_nests_deeper(packed, 10) is False
+
+
+def big_header(body: Any) -> list[bytes]:
+    # Past the decoder's byte bound, so that the scan (and perhaps the walk) runs.
+    return [b"\x05" + msgpack.packb({"pad": "p" * 4000, "body": body}, use_bin_type=True)]
+
+
+def test_a_big_header_nested_too_deep_is_refused() -> None:
+    mark = msgpack.ExtType(EXT_TUPLE_MARK, b"")
+    for make in (lambda inner: [inner], lambda inner: {"k": inner},
+                 lambda inner: [mark, inner]):
+        deep: Any = 1
+        for _ in range(256):  # 257 levels with the top map
+            deep = make(deep)
+        with pytest.raises(DeserializationError, match="max_depth=256"):
+            fastser.loads(big_header(deep))
+        assert fastser.loads(big_header(deep), limits=fastser.Limits(max_depth=257))
+
+
+def test_nesting_inside_version_1_tuple_payloads_is_still_walked() -> None:
+    # Each payload is an extension type, flat to the scan; decoded, it nests 100 levels.
+    deep: Any = 1
+    for _ in range(4):
+        for _ in range(99):
+            deep = [deep]
+        deep = msgpack.ExtType(EXT_TUPLE, msgpack.packb([deep], use_bin_type=True))
+    with pytest.raises(DeserializationError, match="max_depth=256"):
+        fastser.loads(big_header(deep))
