@@ -120,7 +120,7 @@ class Decoder:
                 view = byte_view(header)
             except (TypeError, ValueError) as exc:  # a strided view of more than one dimension
                 raise chained(DeserializationError(
-                    f"frame 0 is not a contiguous buffer: {exc}"), exc)
+                    f"frame 0 is not a C-contiguous buffer: {exc}"), exc)
             size = view.nbytes
             version = view[0] if size else -1
             body = view[1:]
@@ -147,11 +147,12 @@ class Decoder:
         # A level of nesting takes at least one byte of header if it is an array, two if
         # it is a map (its header, and the other half of the entry the path does not take),
         # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
-        # that bound, the header's bytes are scanned (a bound too, ~4x cheaper than the
-        # walk), and only a header they say may nest too deep is walked. The scan cannot
-        # see into version 1's nested tuple payloads. msgpack itself stops at 1024 levels.
+        # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
+        # maps of scalars), and only a header they say may nest too deep is walked. The
+        # scan cannot see into bytes that became values (state.unscanned): a message
+        # holding any is walked. msgpack itself stops at 1024 levels.
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                (state.nested_payloads > 0 or header_nests_deeper(as_bytes(body), max_depth)) \
+                (state.unscanned > 0 or header_nests_deeper(as_bytes(body), max_depth)) \
                 and deeper_than(msg, max_depth, state.collections > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
@@ -167,7 +168,9 @@ class DecodeState:
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
-        self.nested_payloads = 0  # of them, those decoded from nested payloads (v1)
+        # Values made from bytes inside the header, which its depth scan cannot see into:
+        # version 1's nested tuple payloads, payloads opened by a family or the factory.
+        self.unscanned = 0
         self.arrays = 0  # arrays decoded, each seen by list_hook
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
@@ -302,6 +305,7 @@ class DecodeState:
         if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
             found, value = unpickle_directly(data)  # a task, without the family call
             if found:
+                self.unscanned += 1
                 return value
         header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
         try:
@@ -318,7 +322,7 @@ class DecodeState:
                 f"tuples, sets and frozensets nested more than {self.max_nested} deep")
         self.nested_ext += 1
         self.collections += 1
-        self.nested_payloads += 1
+        self.unscanned += 1
         items = unpack(data, self.ext_hook, self)
         self.nested_ext -= 1
         if type(items) is not list:
@@ -353,10 +357,12 @@ class DecodeState:
     def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
+            self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
+            self.unscanned += 1
             return decoder.serialized_factory(header, frames)
         return Serialized(header, frames)
 
@@ -366,6 +372,7 @@ class DecodeState:
             if header.get(HEADER_SERIALIZER) != PICKLE_FAMILY:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
+            self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,
                                       decoder.limits.max_frame_bytes)

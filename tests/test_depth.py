@@ -100,3 +100,22 @@ def test_nesting_inside_version_1_tuple_payloads_is_still_walked() -> None:
         deep = msgpack.ExtType(EXT_TUPLE, msgpack.packb([deep], use_bin_type=True))
     with pytest.raises(DeserializationError, match="max_depth=256"):
         fastser.loads(big_header(deep))
+
+
+def test_payloads_opened_inline_are_still_walked() -> None:
+    # The scan cannot see into bin or extension data; what a family builds from it is
+    # walked, as before the scan (header bytes alone once made this message walk).
+    deep_array = b"\x91" * 600 + b"\x01"  # msgpack of a list nested 600 deep
+    record = [msgpack.ExtType(15, b""), {"serializer": "msgpack"}, [deep_array]]
+    header = b"\x05" + msgpack.packb(record, use_bin_type=True)
+    with pytest.raises(DeserializationError, match="max_depth=256"):
+        fastser.Decoder(deserializers=["msgpack"]).loads([header])
+    assert isinstance(fastser.Decoder(deserialize=False).loads([header]), fastser.Serialized)
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+    for wrapped in (fastser.ToPickle(deep), fastser.Serialize(deep)):
+        frames = fastser.dumps({"x": wrapped})
+        assert len(frames) == 1  # inline: a pickle in an extension type
+        with pytest.raises(DeserializationError, match="max_depth=256"):
+            fastser.loads(frames)
