@@ -119,3 +119,16 @@ def test_payloads_opened_inline_are_still_walked() -> None:
         assert len(frames) == 1  # inline: a pickle in an extension type
         with pytest.raises(DeserializationError, match="max_depth=256"):
             fastser.loads(frames)
+
+
+def test_past_the_scan_depth_the_walk_answers() -> None:
+    # The scan follows 300 levels (it recurses; the pure build has a recursion limit), so
+    # a deeper limit is decided by the exact walk of the decoded message.
+    deep: Any = 1
+    for _ in range(349):  # 350 levels with the top map
+        deep = [deep]
+    frames = big_header(deep)
+    assert header_nests_deeper(frames[0][1:], 400) is True  # "may be": past 300 levels
+    assert fastser.loads(frames, limits=fastser.Limits(max_depth=400)) is not None
+    with pytest.raises(DeserializationError, match="max_depth=349"):
+        fastser.loads(frames, limits=fastser.Limits(max_depth=349))
