@@ -121,8 +121,7 @@ class Decoder:
             except (TypeError, ValueError) as exc:  # a strided view of more than one dimension
                 raise chained(DeserializationError(
                     f"frame 0 is not a C-contiguous buffer: {exc}"), exc)
-            size = view.nbytes
-            version = view[0] if size else -1
+            version = view[0] if size else -1  # size: check_frames measured frame 0
             body = view[1:]
         if not OLDEST_READABLE_VERSION <= version <= WIRE_VERSION:
             found = version if size else "nothing"

@@ -69,6 +69,9 @@ SIZE_BYTES: Final = bytes((1, 2, 4, 2, 3, 5, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 3,
                            1, 2, 4, 2, 4, 2, 4))
 LENGTH_BYTES: Final = bytes((1, 2, 4, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                              1, 2, 4, 0, 0, 0, 0))
+# How deep the scan follows containers before it says "maybe too deep" (the walk then
+# answers): it recurses once per level, and the pure-Python build has a recursion limit.
+SCAN_DEPTH: Final = 300
 
 
 def header_nests_deeper(data: bytes, budget: int) -> bool:
@@ -88,10 +91,6 @@ def header_nests_deeper(data: bytes, budget: int) -> bool:
     pos = skip_values(data, 0, end, 1, min(budget, SCAN_DEPTH))
     return pos < 0 or pos > end
 
-
-# How deep the scan follows containers before it says "maybe too deep" (the walk then
-# answers): it recurses once per level, and the pure-Python build has a recursion limit.
-SCAN_DEPTH: Final = 300
 
 
 def skip_values(data: bytes, pos: i64, end: i64, count: i64, budget: i64) -> i64:
