@@ -1,6 +1,6 @@
 """The floors under five of issue 4's targets, timed side by side in one process.
 
-    PY benchmarks/floors.py [--rounds N]
+    PY benchmarks/floors.py [--rounds N] [--only 'W4 loads,W1 dumps']
 
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
 
@@ -13,6 +13,10 @@ W4 loads: fastser reads a header with msgpack, whose extension and array hooks a
 calls. `unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing:
 no decoder built on msgpack's hooks can be faster, whatever it does in them. `unpackb, no
 hooks` is msgpack alone (each extension type then becomes a msgpack.ExtType, built in Python).
+`the 5,000 tasks built alone` makes the tasks' tuples and partials from ready fields in C
+loops (what any decoder must still make); `unpackb + no-op hooks, then tasks` is both, the
+floor of a decoder built on msgpack's hooks. pickle shares each repeated key string through
+its memo; msgpack decodes (and interns, as map keys) every occurrence.
 `deserialize=False` is a scheduler's path: each task stays an unopened record.
 
 W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
@@ -31,6 +35,7 @@ line of its group, measured in the same round.
 """
 
 import argparse
+import functools
 import gc
 import pickle
 import statistics
@@ -99,6 +104,22 @@ def w4_loads() -> dict[str, Callable[[], Any]]:
     frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
     header = frames[0][1:]
     pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
+    # The tasks' own objects, built from fields already decoded by loops in C: what any
+    # decoder must still make after msgpack, with no checks and no Python call per task.
+    payloads = [payload.data for payload in template["tasks"].values()]
+    calls = [task for task in payloads if type(task) is tuple]
+    partials = [task for task in payloads if type(task) is not tuple]
+    call_columns = [[call[column] for call in calls] for column in range(3)]
+    partial_columns = [[task.func for task in partials], [task.args[0] for task in partials]]
+
+    def build_tasks() -> Any:
+        return list(zip(*call_columns)), list(map(functools.partial, *partial_columns))
+
+    def no_op_hooks_then_tasks() -> Any:
+        msgpack.unpackb(header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook,
+                        raw=False, strict_map_key=False)
+        return build_tasks()
+
     return {
         "pickle.loads (whole message)": lambda: pickle.loads(pickled),
         "fastser.loads": lambda: fastser.loads(frames),
@@ -106,6 +127,8 @@ def w4_loads() -> dict[str, Callable[[], Any]]:
             header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
             strict_map_key=False),
         "unpackb, no hooks": lambda: msgpack.unpackb(header, raw=False, strict_map_key=False),
+        "the 5,000 tasks built alone": build_tasks,
+        "unpackb + no-op hooks, then tasks": no_op_hooks_then_tasks,
         "fastser.loads deserialize=False": lambda: fastser.loads(frames, deserialize=False),
     }
 
@@ -169,15 +192,20 @@ def timed(fn: Callable[[], Any], number: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--only", default="", help="groups to run, e.g. 'W4 loads,W1 dumps'")
     args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
     gc.disable()  # as in suite.py
-    run("W1 dumps", w1_dumps(), args.rounds)
-    run("W1 loads", w1_loads(), args.rounds)
-    run("W4 loads", w4_loads(), args.rounds)
-    run("W2 dumps", w2_dumps(), args.rounds)
-    run("W5 loads", w5_loads(), args.rounds)
+    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W4 loads": w4_loads,
+              "W2 dumps": w2_dumps, "W5 loads": w5_loads}
+    unknown = set(chosen) - set(groups)
+    if unknown:
+        parser.error(f"unknown groups {sorted(unknown)}; choose from {list(groups)}")
+    for name, make in groups.items():
+        if not chosen or name in chosen:
+            run(name, make(), args.rounds)
 
 
 if __name__ == "__main__":
