@@ -197,7 +197,6 @@ class DecodeState:
             return items
         self.marks -= 1
         if first is TASK_SERIALIZED_MARK or first is TASK_PICKLED_MARK:
-            del items[0]
             try:
                 return self.task(first is TASK_SERIALIZED_MARK, items)
             except DeserializationError as exc:
@@ -221,8 +220,8 @@ class DecodeState:
         return frozenset(items)
 
     def task(self, serialized: bool, fields: list[Any]) -> Any:
-        """A version 5 task ([mark, kind, function, *tail] without its mark): built here
-        when the pickle family would build it, else the record of its fields."""
+        """A version 5 task ([mark, kind, function, *tail]): built here when the pickle
+        family would build it, else the record of its fields."""
         start = tail_start(fields)
         names = self.task_names
         if names is None:

@@ -54,7 +54,7 @@ def describe_task(frame: Any) -> str:
         fields = unpack_fields(frame)
     except FastserError as exc:
         return f"<{exc}>"
-    return f"{fields[1]}.{fields[2]}"
+    return f"{fields[2]}.{fields[3]}"
 
 
 def inspect_stream(stream: BinaryIO, out: TextIO) -> int:

@@ -149,34 +149,39 @@ class FunctionTable:
         return [head, kind, index]
 
     def forwarded_fields(self, fields: list[Any], head: object) -> list[Any]:
-        """An unopened task's checked, self-contained fields [kind, module, qualname,
+        """An unopened task's checked, self-contained fields [_, kind, module, qualname,
         *tail], as this header writes them (after an earlier task naming the same
         function: its index), so that a message is forwarded byte for byte."""
-        key = (cast(str, fields[1]), cast(str, fields[2]))
+        key = (cast(str, fields[2]), cast(str, fields[3]))
         index = self.by_name.get(key)
         if index is None:
             self.by_name[key] = len(self.by_name)
-            fields.insert(0, head)
+            fields[0] = head
             return fields
-        out: list[Any] = [head, fields[0], index]
-        out.extend(fields[3:])
+        out: list[Any] = [head, fields[1], index]
+        out.extend(fields[4:])
         return out
 
 
+# Received fields keep the array as msgpack's list_hook hands it over: item 0 is the task's
+# mark (deleting it cost a tenth of building the task), or None in a record's fields.
+# [_, kind, module, qualname, *tail] or [_, kind, index, *tail]; tail: arguments
+# (TASK_CALL), or keywords then arguments (TASK_PARTIAL).
 def tail_start(fields: list[Any]) -> int:
     """Where the arguments (TASK_CALL) or the keywords (TASK_PARTIAL) begin in received
-    `fields`: [kind, module, qualname, *tail] or [kind, index, *tail]. Checks the whole
-    task; raises DeserializationError for anything this form does not write."""
+    `fields`. Checks the whole task; raises DeserializationError for anything this form
+    does not write."""
     size = len(fields)
-    if size < 2:
+    if size < 3:
         raise DeserializationError("a task needs a kind and a function")
-    kind = fields[0]
-    if type(fields[1]) is str:
-        if size < 3 or type(fields[2]) is not str:
+    kind = fields[1]
+    named = fields[2]
+    if type(named) is str:
+        if size < 4 or type(fields[3]) is not str:
             raise DeserializationError("a task names its function by module and name")
+        start = 4
+    elif type(named) is int:
         start = 3
-    elif type(fields[1]) is int:
-        start = 2
     else:
         raise DeserializationError("a task names its function by module and name, or index")
     arguments = start
@@ -207,9 +212,9 @@ class TaskNames:
     def index_of(self, fields: list[Any]) -> int:
         """The table index of the function that checked `fields` name; a first naming is
         added to the table."""
-        named = fields[1]
+        named = fields[2]
         if type(named) is str:
-            self.names.append((named, cast(str, fields[2])))
+            self.names.append((named, cast(str, fields[3])))
             self.functions.append(UNRESOLVED)
             return len(self.names) - 1
         index = cast(int, named)
@@ -227,9 +232,10 @@ class TaskNames:
         return function
 
     def self_contained(self, fields: list[Any], index: int, start: int) -> list[Any]:
-        """Checked `fields` as [kind, module, qualname, *tail], for an unopened record."""
+        """Checked `fields` as [kind, module, qualname, *tail], for an unopened record's
+        frame."""
         module_name, name = self.names[index]
-        out: list[Any] = [fields[0], module_name, name]
+        out: list[Any] = [fields[1], module_name, name]
         out.extend(fields[start:])
         return out
 
@@ -253,7 +259,7 @@ def find_function(module_name: str, name: str) -> Any:
 
 def build_task(fields: list[Any], function: Any, start: int) -> Any:
     """The task of checked `fields` (tail_start gave `start`), calling `function`."""
-    if fields[0] == TASK_CALL:
+    if fields[1] == TASK_CALL:
         # Up to three arguments (most tasks), the tuple is built without a list.
         arguments = len(fields) - start
         if arguments == 2:
@@ -286,7 +292,7 @@ def task_from_frame(frame: object) -> Any:
     """The task of an unopened task record's one frame (msgpack of its self-contained
     fields)."""
     fields = unpack_fields(frame)
-    return build_task(fields, find_function(fields[1], fields[2]), 3)
+    return build_task(fields, find_function(fields[2], fields[3]), 4)
 
 
 def task_fields_of(frame: object) -> Optional[list[Any]]:
@@ -299,7 +305,8 @@ def task_fields_of(frame: object) -> Optional[list[Any]]:
 
 
 def unpack_fields(frame: object) -> list[Any]:
-    """The checked, self-contained fields in an unopened task record's frame."""
+    """The checked, self-contained fields in an unopened task record's frame, as
+    [None, kind, module, qualname, *tail]."""
     if type(frame) is not bytes and type(frame) is not bytearray and \
             type(frame) is not MEMORYVIEW:
         raise DeserializationError("a task record's frame is not bytes-like")
@@ -311,6 +318,7 @@ def unpack_fields(frame: object) -> list[Any]:
     if type(fields) is not list:
         raise DeserializationError("a task record's frame does not hold an array")
     checked: list[Any] = fields
-    if tail_start(checked) != 3:
+    checked.insert(0, None)
+    if tail_start(checked) != 4:
         raise DeserializationError("a task record's frame names its function by index")
     return checked
