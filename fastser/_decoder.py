@@ -243,7 +243,7 @@ class DecodeState:
         pack = self.pack_task
         if pack is None:
             pack = self.pack_task = msgpack.Packer(autoreset=True, use_bin_type=True).pack
-        frames: list[Frame] = [pack(names.self_contained(fields, index, start))]
+        frames: list[Frame] = [names.record_frame(fields, index, start, pack)]
         if serialized:
             return self.open_serialized(header, frames)
         return self.open_pickled(header, frames)

@@ -178,6 +178,29 @@ def test_scalar_arguments_round_trip(arguments: list[Any]) -> None:
         assert same(fastser.loads(fastser.dumps([Serialize(task)]))[0], task)
 
 
+@given(st.lists(st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(), st.text(max_size=20), st.binary(max_size=40)), max_size=16),
+    st.integers(min_value=1, max_value=3))
+@settings(max_examples=examples(200), deadline=None)
+def test_an_unopened_task_record_holds_its_fields_as_msgpack_packs_them(
+        arguments: list[Any], copies: int) -> None:
+    # The decoder packs a record's prefix once per function, kind and length (up to
+    # msgpack's one-byte array header, 15 items) and the tail per task: the frame must be
+    # the bytes msgpack makes of the whole list, on the first use of a prefix and later.
+    keywords = {f"k{i}": argument for i, argument in enumerate(arguments[:5])}
+    tasks: list[Any] = [(operator.add, *arguments), functools.partial(operator.add, *arguments),
+                        functools.partial(operator.add, *arguments[5:], **keywords)]
+    sent = [task for task in tasks for _ in range(copies)]
+    kept = fastser.loads(fastser.dumps([Serialize(task) for task in sent]), deserialize=False)
+    names = [operator.add.__module__, operator.add.__name__]
+    for task, record in zip(sent, kept):
+        assert type(record) is Serialized and record.header == TASK_HEADER
+        fields = ([0, *names, *task[1:]] if type(task) is tuple else
+                  [1, *names, task.keywords, *task.args])
+        assert record.frames == [msgpack.packb(fields, use_bin_type=True)]
+
+
 def test_kept_unopened_a_task_is_a_record_that_is_forwarded_byte_for_byte() -> None:
     task = functools.partial(int, "7", base=8)
     frames = fastser.dumps({"s": Serialize(task), "p": ToPickle((operator.neg, 1))})
