@@ -99,13 +99,10 @@ def w1_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
-def w4_loads() -> dict[str, Callable[[], Any]]:
-    template = workloads.update_graph()
-    frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
-    header = frames[0][1:]
-    pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
-    # The tasks' own objects, built from fields already decoded by loops in C: what any
-    # decoder must still make after msgpack, with no checks and no Python call per task.
+def task_builder(template: Any) -> Callable[[], Any]:
+    """A call that makes the W4 template's tasks (tuples and partials) from fields already
+    decoded, in loops in C: what any decoder must still make after msgpack, with no checks
+    and no Python call per task."""
     payloads = [payload.data for payload in template["tasks"].values()]
     calls = [task for task in payloads if type(task) is tuple]
     partials = [task for task in payloads if type(task) is not tuple]
@@ -114,6 +111,16 @@ def w4_loads() -> dict[str, Callable[[], Any]]:
 
     def build_tasks() -> Any:
         return list(zip(*call_columns)), list(map(functools.partial, *partial_columns))
+
+    return build_tasks
+
+
+def w4_loads() -> dict[str, Callable[[], Any]]:
+    template = workloads.update_graph()
+    frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
+    header = frames[0][1:]
+    pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
+    build_tasks = task_builder(template)
 
     def no_op_hooks_then_tasks() -> Any:
         msgpack.unpackb(header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook,
