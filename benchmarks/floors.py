@@ -10,13 +10,13 @@ W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
 hooks` decodes fastser's own W1 header with hooks that do nothing.
 
 W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
-calls. `unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing:
-no decoder built on msgpack's hooks can be faster, whatever it does in them. `unpackb, no
-hooks` is msgpack alone (each extension type then becomes a msgpack.ExtType, built in Python).
+calls; its 5,000 tasks are one task map (wire version 6), read by one nested msgpack call.
+`unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing but read
+the task map's data: no decoder of this header can be faster, whatever it does in them.
 `the 5,000 tasks built alone` makes the tasks' tuples and partials from ready fields in C
-loops (what any decoder must still make); `unpackb + no-op hooks, then tasks` is both, the
-floor of a decoder built on msgpack's hooks. pickle shares each repeated key string through
-its memo; msgpack decodes (and interns, as map keys) every occurrence.
+loops (what any decoder must still make); `unpackb + no-op hooks, then tasks` is both.
+pickle shares each repeated key string through its memo; msgpack decodes every occurrence
+(and interns each map key). benchmarks/w4_task_forms.py compares this with version 5's form.
 `deserialize=False` is a scheduler's path: each task stays an unopened record.
 
 W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
@@ -50,6 +50,7 @@ import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
 import suite_workloads as workloads  # noqa: E402
+from fastser._wire import EXT_TASK_MAP  # noqa: E402
 
 
 def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
@@ -68,6 +69,14 @@ def no_op_ext_hook(code: int, data: bytes) -> Any:
 
 def no_op_list_hook(items: list[Any]) -> Any:
     return items
+
+
+def task_map_ext_hook(code: int, data: bytes) -> Any:
+    """An ext_hook that reads a task map's data (one nested msgpack call, what a decoder of
+    the map must do at least) and nothing else."""
+    if code == EXT_TASK_MAP:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    return data
 
 
 def w1_dumps() -> dict[str, Callable[[], Any]]:
@@ -122,18 +131,18 @@ def w4_loads() -> dict[str, Callable[[], Any]]:
     pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
     build_tasks = task_builder(template)
 
+    def no_op_hooks() -> Any:
+        return msgpack.unpackb(header, ext_hook=task_map_ext_hook, list_hook=no_op_list_hook,
+                               raw=False, strict_map_key=False)
+
     def no_op_hooks_then_tasks() -> Any:
-        msgpack.unpackb(header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook,
-                        raw=False, strict_map_key=False)
+        no_op_hooks()
         return build_tasks()
 
     return {
         "pickle.loads (whole message)": lambda: pickle.loads(pickled),
         "fastser.loads": lambda: fastser.loads(frames),
-        "unpackb + no-op hooks": lambda: msgpack.unpackb(
-            header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
-            strict_map_key=False),
-        "unpackb, no hooks": lambda: msgpack.unpackb(header, raw=False, strict_map_key=False),
+        "unpackb + no-op hooks": no_op_hooks,
         "the 5,000 tasks built alone": build_tasks,
         "unpackb + no-op hooks, then tasks": no_op_hooks_then_tasks,
         "fastser.loads deserialize=False": lambda: fastser.loads(frames, deserialize=False),

@@ -3,7 +3,8 @@
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
 is no second walk over the result: ext_hook rebuilds payloads and turns a tuple/set mark into
 a sentinel, and list_hook (DecodeState.__call__) turns an array led by a sentinel into its
-tuple, set or frozenset.
+tuple, set or frozenset. A task map (version 6) is read inside ext_hook by one nested msgpack
+call without hooks, and built there from its keys and tasks.
 Every index, count and length read from the wire is checked before it is used; Limits are
 checked before decoding starts; a sentinel anywhere but first in an array is refused.
 Version 1 headers (tuples as nested extension payloads) are still read; their nesting is
@@ -27,7 +28,8 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
                     EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
-                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK,
+                    EXT_TASK_MAP, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE,
+                    EXT_TUPLE_MARK, TASK_MAP_DEPTH,
                     FORM_TASK, HEADER_FORM, HEADER_SERIALIZER,
                     MAX_NESTED_EXT, OLDEST_READABLE_VERSION, PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialized
@@ -150,9 +152,12 @@ class Decoder:
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
         # maps of scalars), and only a header they say may nest too deep is walked. The
         # scan cannot see into bytes that became values (state.unscanned): a message
-        # holding any is walked. msgpack itself stops at 1024 levels.
+        # holding any is walked. A task map nests TASK_MAP_DEPTH levels where the scan sees
+        # an extension type: with one, the scan's budget is that much less. msgpack itself
+        # stops at 1024 levels.
+        budget = max_depth - TASK_MAP_DEPTH if state.task_maps else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                (state.unscanned > 0 or header_nests_deeper(as_bytes(body), max_depth)) \
+                (state.unscanned > 0 or header_nests_deeper(as_bytes(body), budget)) \
                 and deeper_than(msg, max_depth, state.collections > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
@@ -171,7 +176,8 @@ class DecodeState:
         # Values made from bytes inside the header, which its depth scan cannot see into:
         # version 1's nested tuple payloads, payloads opened by a family or the factory.
         self.unscanned = 0
-        self.arrays = 0  # arrays decoded, each seen by list_hook
+        self.arrays = 0  # arrays decoded, each seen by list_hook (or counted in a task map)
+        self.task_maps = 0
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
@@ -248,6 +254,34 @@ class DecodeState:
             return self.open_serialized(header, frames)
         return self.open_pickled(header, frames)
 
+    def task_map(self, data: bytes) -> dict[str, Any]:
+        """A version 6 task map: msgpack [[key, ...], [task, ...]], each task the array of an
+        inline task with nil in place of its mark (the leading slot task() expects)."""
+        table = unpack_plain(data)
+        if type(table) is not list or len(table) != 2:
+            raise DeserializationError("a task map is not [keys, tasks]")
+        keys = table[0]
+        tasks = table[1]
+        if type(keys) is not list or type(tasks) is not list or len(keys) != len(tasks):
+            raise DeserializationError("a task map's keys and tasks are not two arrays of "
+                                       "one length")
+        self.task_maps += 1
+        self.arrays += 3 + len(tasks)  # for the depth bound in loads: arrays take bytes
+        out: dict[str, Any] = {}
+        for index in range(len(keys)):
+            key = keys[index]
+            fields = tasks[index]
+            if type(key) is not str:
+                raise DeserializationError(f"key {index} of a task map is not a str")
+            if type(fields) is not list or not fields or fields[0] is not None:
+                raise DeserializationError(
+                    f"task {index} of a task map is not an array led by nil")
+            try:
+                out[key] = self.task(True, fields)
+            except DeserializationError as exc:
+                raise chained(DeserializationError(f"{exc} (task {index} of a task map)"), exc)
+        return out
+
     def pickle_is_builtin(self) -> bool:
         """builtin_pickle(), asked once per message."""
         builtin = self.builtin_pickle
@@ -270,6 +304,8 @@ class DecodeState:
                     TASK_PICKLED_MARK)
         if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
             return self.pickle_record(code, data)
+        if code == EXT_TASK_MAP:
+            return self.task_map(data)
         if code == EXT_TUPLE:
             return tuple(self.nested_items(data))
         if code == EXT_SERIALIZED:

@@ -7,8 +7,9 @@ only on the path to a value it had to replace, so a plain control message is wal
 never copied. Tuples, sets and frozensets become arrays led by an empty extension type
 that marks them; big ints, small bytearrays and memoryviews become extension types;
 bytes-likes of OUT_OF_BAND_BYTES or more leave as frames of their own (never copied);
-wrappers and other objects become serialized records in the same pass. The path of an
-object that fails is searched for only after the failure, so the walk carries none.
+wrappers and other objects become serialized records in the same pass; a dict of many
+Serialize tasks, once walked, becomes one task map. The path of an object that fails is
+searched for only after the failure, so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +30,7 @@ from ._task import FunctionTable, task_fields_of
 from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
-                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, FORM_TASK,
+                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, EXT_TASK_MAP, FORM_TASK,
                     HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER, OUT_OF_BAND_BYTES,
                     PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -41,6 +42,10 @@ MAX_UINT64: Final = 2**64 - 1
 MIN_SHORT_INT: Final = -4611686018427387904
 MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
+# A dict of at least this many Serialize tasks, all with str keys, is written as one task
+# map (EXT_TASK_MAP): msgpack then reads it without a hook call per task. Smaller ones stay
+# inline, where a control message's handful of tasks costs no nested msgpack call.
+MIN_TASK_MAP: Final = 16
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
@@ -190,7 +195,11 @@ class Encoder:
                     out[old_key] = old_value
                     unchanged -= 1
             out[new_key] = new_value
-        return obj if out is None else out
+        if out is None:
+            return obj
+        if len(out) >= MIN_TASK_MAP and all_tasks(out):
+            return task_map(out, state)
+        return out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
         out: Optional[list[Any]] = None
@@ -379,3 +388,26 @@ class Encoder:
             header[HEADER_COMPRESSION] = names
             return frames
         return payload
+
+
+def all_tasks(encoded: dict[Any, Any]) -> bool:
+    """Whether every value of an encoded dict is a Serialize task's array (led by its mark,
+    which nothing else is) and every key a str."""
+    for key, value in encoded.items():
+        if type(key) is not str or type(value) is not list:
+            return False
+        fields: list[Any] = value
+        if not fields or fields[0] is not TASK_SERIALIZED_MARK:
+            return False
+    return True
+
+
+def task_map(encoded: dict[str, list[Any]], state: EncodeState) -> object:
+    """The task map of an encoded dict of tasks: [[key, ...], [task, ...]], each task's
+    array with nil in place of its mark (the arrays are the walk's own, made for this
+    message), in the dict's order, so functions keep the indices the walk gave them."""
+    tasks: list[list[Any]] = []
+    for fields in encoded.values():
+        fields[0] = None
+        tasks.append(fields)
+    return ext(EXT_TASK_MAP, state.pack_nested([list(encoded), tasks]))

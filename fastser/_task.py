@@ -1,4 +1,4 @@
-"""Tasks as msgpack values: the "task" form of the pickle family (wire version 5).
+"""Tasks as msgpack values: the "task" form of the pickle family (wire versions 5 and 6).
 
 Sits beside _pickle_writer and _pickle_reader, whose checks of a function's name it shares.
 It never unpickles: on receipt it finds a function by module and name exactly as pickle's
@@ -14,7 +14,9 @@ by module and name, and later tasks by its index in the header (a graph names a 
 functions thousands of times), so each function is checked and found once per message, as
 one pickle of the whole message would do with its memo. Only what this form carries without
 loss qualifies (a module-level function, arguments that are scalars); anything else is
-pickled as before.
+pickled as before. Version 6 writes a map of many such tasks as one extension type (a task
+map, made by the encoder): the same fields, read by one nested msgpack call instead of two
+hook calls per task.
 """
 
 import functools

@@ -12,8 +12,9 @@ from typing import Final
 # and pickled records likewise (v1/v2: EXT_SERIALIZED/EXT_PICKLED). Version 4 writes a record
 # that is one small pickle as one extension type (EXT_PICKLE_*). Version 5 writes a task
 # (a call tuple or a functools.partial of a module-level function, with plain arguments) as an
-# array in the header instead of a pickle (EXT_TASK_*_MARK). Decoders read all five.
-WIRE_VERSION: Final = 5
+# array in the header instead of a pickle (EXT_TASK_*_MARK). Version 6 writes a map of many
+# such tasks as one extension type (EXT_TASK_MAP). Decoders read all six.
+WIRE_VERSION: Final = 6
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -57,6 +58,14 @@ PICKLE_FAMILY: Final = "pickle"
 # without its mark, which dumps writes back as the same array.
 EXT_TASK_SERIALIZED_MARK: Final = 19  # a Serialize payload
 EXT_TASK_PICKLED_MARK: Final = 20  # a ToPickle payload, or an object pickled by fallback
+# Version 6: a map of Serialize tasks with str keys, as one extension type whose data is
+# msgpack [[key, ...], [task, ...]], each task the array above with nil in place of its mark
+# (19). Read in one msgpack call, with no hook per task; its keys are array items, which
+# msgpack does not intern as it does map keys. Functions are named and indexed as above, in
+# the order the tasks appear. A decoded map nests two levels (the map, a task's tuple) where
+# the header's bytes show an extension type.
+EXT_TASK_MAP: Final = 21
+TASK_MAP_DEPTH: Final = 2
 TASK_CALL: Final = 0
 TASK_PARTIAL: Final = 1
 HEADER_FORM: Final = "form"
