@@ -37,6 +37,7 @@ line of its group, measured in the same round.
 import argparse
 import functools
 import gc
+import os
 import pickle
 import statistics
 import sys
@@ -49,6 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
+from suite import BLAS_SINGLE_THREAD  # noqa: E402
+
+os.environ.update(BLAS_SINGLE_THREAD)  # as in suite.py's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
 from fastser._wire import EXT_TASK_MAP  # noqa: E402
 
