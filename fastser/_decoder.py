@@ -28,8 +28,8 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
                     EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
-                    EXT_TASK_MAP, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE,
-                    EXT_TUPLE_MARK, TASK_MAP_DEPTH,
+                    EXT_MAP_MARK, EXT_TASK_MAP, EXT_TASK_PICKLED_MARK,
+                    EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK, TASK_MAP_DEPTH,
                     FORM_TASK, HEADER_FORM, HEADER_SERIALIZER,
                     MAX_NESTED_EXT, OLDEST_READABLE_VERSION, PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialized
@@ -61,6 +61,7 @@ SERIALIZED_MARK: Final = Mark()
 PICKLED_MARK: Final = Mark()
 TASK_SERIALIZED_MARK: Final = Mark()
 TASK_PICKLED_MARK: Final = Mark()
+MAP_MARK: Final = Mark()
 
 
 def as_bytes(data: object) -> bytes:
@@ -164,6 +165,18 @@ class Decoder:
         return msg
 
 
+def flat_map(items: list[Any]) -> dict[Any, Any]:
+    """The dict of a version 6 map array [map mark, key, value, key, value, ...]. An
+    unhashable key raises TypeError, which loads reports as a corrupt header."""
+    size = len(items)
+    if size % 2 == 0:
+        raise DeserializationError("a map's array holds a key without its value")
+    out: dict[Any, Any] = {}
+    for index in range(1, size, 2):
+        out[items[index]] = items[index + 1]
+    return out
+
+
 class DecodeState:
     """What one loads call needs inside msgpack's ext_hook."""
 
@@ -218,6 +231,8 @@ class DecodeState:
             except DeserializationError as exc:
                 raise chained(DeserializationError(f"{exc} (the payload {where(items[2])})"),
                               exc)
+        if first is MAP_MARK:
+            return flat_map(items)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -290,7 +305,7 @@ class DecodeState:
         return builtin == 1
 
     def ext_hook(self, code: int, data: bytes) -> Any:
-        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK or \
+        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK or code == EXT_MAP_MARK or \
                 code == EXT_TASK_SERIALIZED_MARK or code == EXT_TASK_PICKLED_MARK:
             if data:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
@@ -301,7 +316,8 @@ class DecodeState:
                     SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else
                     PICKLED_MARK if code == EXT_PICKLED_MARK else
                     TASK_SERIALIZED_MARK if code == EXT_TASK_SERIALIZED_MARK else
-                    TASK_PICKLED_MARK)
+                    TASK_PICKLED_MARK if code == EXT_TASK_PICKLED_MARK else
+                    MAP_MARK)
         if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
             return self.pickle_record(code, data)
         if code == EXT_TASK_MAP:

@@ -19,7 +19,7 @@ from ._compression import check_compression, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
-from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_REFS,
+from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MAP_MARK, MEMORYVIEW_FRAME_REFS,
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
                        Packers, ext)
 from ._paths import find_path
@@ -46,6 +46,11 @@ DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 # map (EXT_TASK_MAP): msgpack then reads it without a hook call per task. Smaller ones stay
 # inline, where a control message's handful of tasks costs no nested msgpack call.
 MIN_TASK_MAP: Final = 16
+# A dict of at least this many entries is written as an array [map mark, key, value, ...]:
+# msgpack interns every str key of a map it decodes, a lookup in the interpreter's table of
+# interned strings that misses the cache for each new key (a tenth of W4's loads). Array
+# items it does not intern; the decoder's list_hook builds the dict from the pairs.
+MIN_FLAT_MAP: Final = 32
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
@@ -196,10 +201,10 @@ class Encoder:
                     unchanged -= 1
             out[new_key] = new_value
         if out is None:
-            return obj
+            return flat_map(obj) if len(obj) >= MIN_FLAT_MAP else obj
         if len(out) >= MIN_TASK_MAP and all_tasks(out):
             return task_map(out, state)
-        return out
+        return flat_map(out) if len(out) >= MIN_FLAT_MAP else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
         out: Optional[list[Any]] = None
@@ -411,3 +416,13 @@ def task_map(encoded: dict[str, list[Any]], state: EncodeState) -> object:
         fields[0] = None
         tasks.append(fields)
     return ext(EXT_TASK_MAP, state.pack_nested([list(encoded), tasks]))
+
+
+def flat_map(mapping: dict[Any, Any]) -> list[Any]:
+    """A dict as the array [map mark, key, value, key, value, ...] (its walked keys and
+    values, in its order)."""
+    flat: list[Any] = [MAP_MARK]
+    for key, value in mapping.items():
+        flat.append(key)
+        flat.append(value)
+    return flat

@@ -13,7 +13,8 @@ import msgpack
 
 from ._wire import (EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
                     EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK,
-                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE_MARK)
+                    EXT_MAP_MARK, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK,
+                    EXT_TUPLE_MARK)
 
 ExtType: Final = msgpack.ExtType
 # msgpack.ExtType.__new__ validates its arguments in Python (~1 µs a call); ours are valid
@@ -32,6 +33,7 @@ SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
 PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
 TASK_SERIALIZED_MARK: Final = ext(EXT_TASK_SERIALIZED_MARK, b"")
 TASK_PICKLED_MARK: Final = ext(EXT_TASK_PICKLED_MARK, b"")
+MAP_MARK: Final = ext(EXT_MAP_MARK, b"")
 # msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
 FIXINTS: Final = [bytes([i]) for i in range(128)]
 # The extension types naming payload frames 1..127, made once: a message of many large

@@ -13,7 +13,8 @@ from typing import Final
 # that is one small pickle as one extension type (EXT_PICKLE_*). Version 5 writes a task
 # (a call tuple or a functools.partial of a module-level function, with plain arguments) as an
 # array in the header instead of a pickle (EXT_TASK_*_MARK). Version 6 writes a map of many
-# such tasks as one extension type (EXT_TASK_MAP). Decoders read all six.
+# such tasks as one extension type (EXT_TASK_MAP), and any other map of many entries as an
+# array led by a mark (EXT_MAP_MARK). Decoders read all six.
 WIRE_VERSION: Final = 6
 OLDEST_READABLE_VERSION: Final = 1
 
@@ -66,6 +67,10 @@ EXT_TASK_PICKLED_MARK: Final = 20  # a ToPickle payload, or an object pickled by
 # the header's bytes show an extension type.
 EXT_TASK_MAP: Final = 21
 TASK_MAP_DEPTH: Final = 2
+# Version 6: a map of many entries is an array led by this mark, then key, value, key,
+# value...: msgpack interns every str map key (in the interpreter's table of interned
+# strings, a cache miss or two per new key), array items it does not.
+EXT_MAP_MARK: Final = 22
 TASK_CALL: Final = 0
 TASK_PARTIAL: Final = 1
 HEADER_FORM: Final = "form"

@@ -48,3 +48,5 @@ def containers(children: Any) -> Any:
 
 
 messages = st.recursive(scalars, containers, max_leaves=30)
+# Maps of 32 entries or more (wire version 6 writes them as arrays), holding messages.
+large_maps = st.dictionaries(keys, st.one_of(scalars, messages), min_size=32, max_size=40)

@@ -51,6 +51,9 @@ def messages() -> dict[str, Any]:
                          functools.partial(operator.mul, i) if i % 3 == 1 else
                          functools.partial(int, str(i), base=8)) for i in range(16)},
                      "after": Serialize(functools.partial(int, "7", base=8))},
+        # Version 6: a map of 32 or more entries is an array led by its mark.
+        "large_maps": {"str keys": {f"key-{i}": [i, (i, "t")] for i in range(40)},
+                       "other keys": {("x", i): {i: b"v"} for i in range(32)}},
     }
 
 
