@@ -3,8 +3,9 @@
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
 is no second walk over the result: ext_hook rebuilds payloads and turns a tuple/set mark into
 a sentinel, and list_hook (DecodeState.__call__) turns an array led by a sentinel into its
-tuple, set or frozenset. A task map (version 6) is read inside ext_hook by one nested msgpack
-call without hooks, and built there from its keys and tasks.
+tuple, set or frozenset, or a large map's array into its dict. A task map (version 6) is read
+inside ext_hook by one nested msgpack call without hooks, and built there from its keys and
+tasks.
 Every index, count and length read from the wire is checked before it is used; Limits are
 checked before decoding starts; a sentinel anywhere but first in an array is refused.
 Version 1 headers (tuples as nested extension payloads) are still read; their nesting is

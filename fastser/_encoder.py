@@ -8,8 +8,9 @@ never copied. Tuples, sets and frozensets become arrays led by an empty extensio
 that marks them; big ints, small bytearrays and memoryviews become extension types;
 bytes-likes of OUT_OF_BAND_BYTES or more leave as frames of their own (never copied);
 wrappers and other objects become serialized records in the same pass; a dict of many
-Serialize tasks, once walked, becomes one task map. The path of an object that fails is
-searched for only after the failure, so the walk carries none.
+Serialize tasks, once walked, becomes one task map, and any other dict of many entries an
+array led by a map mark. The path of an object that fails is searched for only after the
+failure, so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
