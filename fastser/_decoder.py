@@ -154,13 +154,16 @@ class Decoder:
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
         # maps of scalars), and only a header they say may nest too deep is walked. The
         # scan cannot see into bytes that became values (state.unscanned): a message
-        # holding any is walked. A task map nests TASK_MAP_DEPTH levels where the scan sees
-        # an extension type: with one, the scan's budget is that much less. msgpack itself
-        # stops at 1024 levels.
+        # holding any is walked, keys included (an opened payload may be a key). A task map
+        # nests TASK_MAP_DEPTH levels where the scan sees an extension type: with one, the
+        # scan's budget is that much less, and under TASK_MAP_DEPTH the walk decides (the
+        # scan checks a budget only where it meets a container, and a task map may be the
+        # whole message). msgpack itself stops at 1024 levels.
         budget = max_depth - TASK_MAP_DEPTH if state.task_maps else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                (state.unscanned > 0 or header_nests_deeper(as_bytes(body), budget)) \
-                and deeper_than(msg, max_depth, state.collections > 0):
+                (state.unscanned > 0 or budget < 0 or
+                 header_nests_deeper(as_bytes(body), budget)) \
+                and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
@@ -253,13 +256,18 @@ class DecodeState:
         decoder = self.decoder
         if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
             try:
-                task = build_task(fields, names.function(index), start)
+                function = names.function(index)
+                task = build_task(fields, function, start)
             except FastserError:
                 raise
             except Exception:
                 pass  # the general way below raises it again, with its context
             else:
                 self.collections += 1  # a tuple, perhaps
+                if is_container(function):
+                    # The name found is a module's container, not a function (pickle would
+                    # return it too): the task nests deeper than its header shows.
+                    self.unscanned += 1
                 return task
         header: Header = TASK_RECORD_HEADER.copy()  # a copy: each record owns its header
         pack = self.pack_task

@@ -1,6 +1,7 @@
 """The header depth scan: an upper bound of a decoded message's nesting, read from msgpack
 bytes; and that the decoder still refuses every message nested too deep."""
 
+import pickle
 from typing import Any
 
 import msgpack
@@ -132,3 +133,49 @@ def test_past_the_scan_depth_the_walk_answers() -> None:
     assert fastser.loads(frames, limits=fastser.Limits(max_depth=400)) is not None
     with pytest.raises(DeserializationError, match="max_depth=349"):
         fastser.loads(frames, limits=fastser.Limits(max_depth=349))
+
+
+# Found by review: three ways past the limit that the scan alone let through.
+NESTED_GLOBAL = [[[1]]]  # a module-level container a hostile task may name as its function
+
+
+def depth_of(value: Any) -> int:
+    if type(value) is dict:
+        return 1 + max([depth_of(v) for pair in value.items() for v in pair], default=0)
+    if type(value) in (list, tuple, set, frozenset):
+        return 1 + max([depth_of(v) for v in value], default=0)
+    return 0
+
+
+def test_a_task_map_as_the_whole_message_is_held_to_a_limit_under_its_two_levels() -> None:
+    task_map = msgpack.ExtType(21, msgpack.packb([["a"], [[None, 0, "builtins", "len", "x"]]]))
+    frames = [b"\x06" + msgpack.packb(task_map)]
+    assert depth_of(fastser.loads(frames)) == 2
+    assert fastser.loads(frames, limits=fastser.Limits(max_depth=2))
+    with pytest.raises(DeserializationError, match="max_depth=1"):
+        fastser.loads(frames, limits=fastser.Limits(max_depth=1))
+
+
+@pytest.mark.parametrize("form", ["inline", "task map"])
+def test_a_task_naming_a_module_container_is_walked(form: str) -> None:
+    fields = [0, __name__, "NESTED_GLOBAL", "x"]
+    body: Any = ([msgpack.ExtType(19, b""), *fields] if form == "inline" else
+                 msgpack.ExtType(21, msgpack.packb([["t"], [[None, *fields]]])))
+    frames = [b"\x06" + msgpack.packb({"m": body})]
+    got = fastser.loads(frames)
+    assert depth_of(got) == (5 if form == "inline" else 6)
+    assert fastser.loads(frames, limits=fastser.Limits(max_depth=depth_of(got)))
+    with pytest.raises(DeserializationError, match="nested deeper"):
+        fastser.loads(frames, limits=fastser.Limits(max_depth=depth_of(got) - 1))
+
+
+def test_a_payload_opened_as_a_dict_key_is_walked() -> None:
+    deep: Any = 1
+    for _ in range(10):
+        deep = (deep,)
+    pickled = msgpack.ExtType(17, pickle.dumps(deep))  # an inline pickle record, as a key
+    for key_holder in ({pickled: 1}, [msgpack.ExtType(22, b""), pickled, 1]):
+        frames = [b"\x06" + msgpack.packb(key_holder)]
+        assert depth_of(fastser.loads(frames)) == 11
+        with pytest.raises(DeserializationError, match="max_depth=4"):
+            fastser.loads(frames, limits=fastser.Limits(max_depth=4))
