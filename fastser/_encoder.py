@@ -306,8 +306,13 @@ class Encoder:
                         fields, TASK_SERIALIZED_MARK if code == EXT_SERIALIZED
                         else TASK_PICKLED_MARK)
         state.records.append((header, obj))
+        refs = self.frame_refs(payload, state.frames)
+        if state.hashable:
+            # A dict key or set item: an array cannot be hashed there. Extension type 10 or
+            # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
+            return ext(code, state.pack_nested([header, refs]))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
-        return [mark, header, self.frame_refs(payload, state.frames)]
+        return [mark, header, refs]
 
     def unpackable(self, state: EncodeState, exc: Exception) -> SerializationError:
         """The error for a message msgpack refused: the walk let through only what msgpack

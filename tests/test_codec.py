@@ -13,6 +13,7 @@ import pytest
 import fastser
 from fastser import (Decoder, DeserializationError, Encoder, Pickled, SerializationError,
                      Serialize, Serialized, ToPickle)
+from fastser._wire import EXT_SERIALIZED
 
 BIG = 2**16  # the out-of-band threshold
 
@@ -432,3 +433,27 @@ def test_a_large_memoryview_key_comes_back_hashable_from_a_writeable_buffer() ->
     assert fastser.loads(received) == msg
     big = fastser.dumps({"v": key})  # as a value it still leaves as its own frame
     assert len(big) == 2 and memoryview(big[1]).obj is key.obj
+
+
+TASK_RECORD = fastser.Serialized({"serializer": "pickle", "form": "task"},
+                                 [msgpack.packb([0, "builtins", "len", "x"])])
+
+
+@pytest.mark.parametrize("payload, opened", [
+    (fastser.Serialize(b"abc"), b"abc"),
+    (fastser.Serialize(b"L" * 70_000), b"L" * 70_000),  # its bytes in a frame of their own
+    (fastser.Serialized({"serializer": "msgpack"}, [msgpack.packb(7)]), 7),
+    (TASK_RECORD, (len, "x")),
+], ids=["small", "out of band", "msgpack record", "task record"])
+def test_a_record_in_a_dict_key_or_a_set_item_travels_as_an_extension_type(
+        payload: Any, opened: Any) -> None:
+    # An array cannot be hashed: there a record is extension type 10 (or 11), not the array
+    # [mark, header, refs]. dumps raised TypeError before.
+    for msg, expected in (({payload: 1}, {opened: 1}), ({(payload, 2)}, {(opened, 2)})):
+        frames = fastser.dumps(msg)
+        assert fastser.loads(frames) == expected
+        kept = fastser.loads(frames, deserialize=False)
+        assert fastser.dumps(kept) == frames
+    written = msgpack.unpackb(bytes(fastser.dumps({payload: 1})[0])[1:], strict_map_key=False)
+    assert [type(key) for key in written] == [msgpack.ExtType]
+    assert next(iter(written)).code == EXT_SERIALIZED
