@@ -18,9 +18,11 @@ from typing import Any, Final, Optional, cast
 import msgpack
 
 from ._errors import DeserializationError, FastserError, chained
-from ._limits import DEFAULT_LIMITS, Limits, check_frames
+from ._header import frame_list_of, header_body
+from ._limits import DEFAULT_LIMITS, Limits
 from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
+from ._maps import dict_of_pairs, task_map_parts
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
@@ -32,11 +34,10 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_MAP_MARK, EXT_TASK_MAP, EXT_TASK_PICKLED_MARK,
                     EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK, TASK_MAP_DEPTH,
                     FORM_TASK, HEADER_FORM, HEADER_SERIALIZER,
-                    MAX_NESTED_EXT, OLDEST_READABLE_VERSION, PICKLE_FAMILY, WIRE_VERSION)
+                    MAX_NESTED_EXT, PICKLE_FAMILY)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
-SMALL_HEADER_BYTES: Final = 4096
 
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
@@ -100,39 +101,8 @@ class Decoder:
         self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
 
     def loads(self, frames: Sequence[Frame]) -> Any:
-        given: object = frames  # untrusted: checked, not assumed, to be a frame sequence
-        if type(given) is list:
-            frame_list: list[Any] = given
-        elif type(given) is tuple or (isinstance(given, Sequence) and
-                                      not isinstance(given, (bytes, bytearray, str))):
-            frame_list = list(given)
-        else:
-            raise DeserializationError(
-                f"frames must be a list of bytes-like frames, not {type(given).__qualname__}")
-        size = check_frames(frame_list, self.limits)
-        header = frame_list[0]
-        body: object
-        if 0 < size <= SMALL_HEADER_BYTES:
-            # A small copy costs less than the memoryviews that avoid it: a received header
-            # is a memoryview, and byte_view() and a slice of it cost ~1.8k instructions
-            # (0.1x W1's msgpack floor). tobytes() copies in half the time of bytes().
-            data: bytes = (header if type(header) is bytes else
-                           header.tobytes() if type(header) is MEMORYVIEW else bytes(header))
-            version = data[0]
-            body = data[1:]
-        else:
-            try:
-                view = byte_view(header)
-            except (TypeError, ValueError) as exc:  # a strided view of more than one dimension
-                raise chained(DeserializationError(
-                    f"frame 0 is not a C-contiguous buffer: {exc}"), exc)
-            version = view[0] if size else -1  # size: check_frames measured frame 0
-            body = view[1:]
-        if not OLDEST_READABLE_VERSION <= version <= WIRE_VERSION:
-            found = version if size else "nothing"
-            raise DeserializationError(
-                f"frame 0 is not a fastser header of wire version {WIRE_VERSION} or earlier "
-                f"(first byte: {found})")
+        frame_list = frame_list_of(frames)
+        size, body = header_body(frame_list, self.limits)
         state = DecodeState(self, frame_list)
         try:
             msg = unpack(body, state.ext_hook, state)
@@ -167,18 +137,6 @@ class Decoder:
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
-
-
-def flat_map(items: list[Any]) -> dict[Any, Any]:
-    """The dict of a version 6 map array [map mark, key, value, key, value, ...]. An
-    unhashable key raises TypeError, which loads reports as a corrupt header."""
-    size = len(items)
-    if size % 2 == 0:
-        raise DeserializationError("a map's array holds a key without its value")
-    out: dict[Any, Any] = {}
-    for index in range(1, size, 2):
-        out[items[index]] = items[index + 1]
-    return out
 
 
 class DecodeState:
@@ -236,7 +194,7 @@ class DecodeState:
                 raise chained(DeserializationError(f"{exc} (the payload {where(items[2])})"),
                               exc)
         if first is MAP_MARK:
-            return flat_map(items)
+            return dict_of_pairs(items)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -281,14 +239,7 @@ class DecodeState:
     def task_map(self, data: bytes) -> dict[str, Any]:
         """A version 6 task map: msgpack [[key, ...], [task, ...]], each task the array of an
         inline task with nil in place of its mark (the leading slot task() expects)."""
-        table = unpack_plain(data)
-        if type(table) is not list or len(table) != 2:
-            raise DeserializationError("a task map is not [keys, tasks]")
-        keys = table[0]
-        tasks = table[1]
-        if type(keys) is not list or type(tasks) is not list or len(keys) != len(tasks):
-            raise DeserializationError("a task map's keys and tasks are not two arrays of "
-                                       "one length")
+        keys, tasks = task_map_parts(unpack_plain(data))
         self.task_maps += 1
         self.arrays += 3 + len(tasks)  # for the depth bound in loads: arrays take bytes
         out: dict[str, Any] = {}

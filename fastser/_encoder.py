@@ -20,7 +20,8 @@ from ._compression import check_compression, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
-from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MAP_MARK, MEMORYVIEW_FRAME_REFS,
+from ._maps import MIN_MAP_ARRAY, MIN_TASK_MAP, all_tasks, map_array, task_map
+from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_REFS,
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
                        Packers, ext)
 from ._paths import find_path
@@ -31,7 +32,7 @@ from ._task import FunctionTable, task_fields_of
 from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
-                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, EXT_TASK_MAP, FORM_TASK,
+                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, FORM_TASK,
                     HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER, OUT_OF_BAND_BYTES,
                     PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -43,15 +44,6 @@ MAX_UINT64: Final = 2**64 - 1
 MIN_SHORT_INT: Final = -4611686018427387904
 MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
-# A dict of at least this many Serialize tasks, all with str keys, is written as one task
-# map (EXT_TASK_MAP): msgpack then reads it without a hook call per task. Smaller ones stay
-# inline, where a control message's handful of tasks costs no nested msgpack call.
-MIN_TASK_MAP: Final = 16
-# A dict of at least this many entries is written as an array [map mark, key, value, ...]:
-# msgpack interns every str key of a map it decodes, a lookup in the interpreter's table of
-# interned strings that misses the cache for each new key (a tenth of W4's loads). Array
-# items it does not intern; the decoder's list_hook builds the dict from the pairs.
-MIN_FLAT_MAP: Final = 32
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
@@ -202,10 +194,10 @@ class Encoder:
                     unchanged -= 1
             out[new_key] = new_value
         if out is None:
-            return flat_map(obj) if len(obj) >= MIN_FLAT_MAP else obj
+            return map_array(obj) if len(obj) >= MIN_MAP_ARRAY else obj
         if len(out) >= MIN_TASK_MAP and all_tasks(out):
-            return task_map(out, state)
-        return flat_map(out) if len(out) >= MIN_FLAT_MAP else out
+            return task_map(out, state.pack_nested)
+        return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
         out: Optional[list[Any]] = None
@@ -400,35 +392,3 @@ class Encoder:
             return frames
         return payload
 
-
-def all_tasks(encoded: dict[Any, Any]) -> bool:
-    """Whether every value of an encoded dict is a Serialize task's array (led by its mark,
-    which nothing else is) and every key a str."""
-    for key, value in encoded.items():
-        if type(key) is not str or type(value) is not list:
-            return False
-        fields: list[Any] = value
-        if not fields or fields[0] is not TASK_SERIALIZED_MARK:
-            return False
-    return True
-
-
-def task_map(encoded: dict[str, list[Any]], state: EncodeState) -> object:
-    """The task map of an encoded dict of tasks: [[key, ...], [task, ...]], each task's
-    array with nil in place of its mark (the arrays are the walk's own, made for this
-    message), in the dict's order, so functions keep the indices the walk gave them."""
-    tasks: list[list[Any]] = []
-    for fields in encoded.values():
-        fields[0] = None
-        tasks.append(fields)
-    return ext(EXT_TASK_MAP, state.pack_nested([list(encoded), tasks]))
-
-
-def flat_map(mapping: dict[Any, Any]) -> list[Any]:
-    """A dict as the array [map mark, key, value, key, value, ...] (its walked keys and
-    values, in its order)."""
-    flat: list[Any] = [MAP_MARK]
-    for key, value in mapping.items():
-        flat.append(key)
-        flat.append(value)
-    return flat

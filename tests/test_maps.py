@@ -1,4 +1,4 @@
-"""Wire version 6's map arrays: a dict of MIN_FLAT_MAP entries or more travels as an array
+"""Wire version 6's map arrays: a dict of MIN_MAP_ARRAY entries or more travels as an array
 [map mark, key, value, ...], which msgpack decodes without interning its str keys."""
 
 import sys
@@ -11,26 +11,19 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError, Serialize
-from fastser._encoder import MIN_FLAT_MAP
-from fastser._wire import EXT_MAP_MARK, EXT_TUPLE_MARK, WIRE_VERSION
+from fastser._maps import MIN_MAP_ARRAY
+from fastser._wire import EXT_MAP_MARK, EXT_TUPLE_MARK
 
 from strategies import examples, large_maps, messages
 from test_properties import typed, unwrap
+from test_tasks import body, header_of
 
 MAP_MARK = msgpack.ExtType(EXT_MAP_MARK, b"")
 
 
-def body(frames: list[Any]) -> Any:
-    return msgpack.unpackb(bytes(frames[0])[1:], raw=False, strict_map_key=False)
-
-
-def header_of(obj: Any) -> list[Any]:
-    return [bytes([WIRE_VERSION]) + msgpack.packb(obj, use_bin_type=True)]
-
-
 def test_a_map_of_many_entries_is_an_array_led_by_its_mark() -> None:
-    small = {f"k{i}": i for i in range(MIN_FLAT_MAP - 1)}
-    large = {f"k{i}": [i] for i in range(MIN_FLAT_MAP)}
+    small = {f"k{i}": i for i in range(MIN_MAP_ARRAY - 1)}
+    large = {f"k{i}": [i] for i in range(MIN_MAP_ARRAY)}
     written = body(fastser.dumps({"small": small, "large": large}))
     assert written["small"] == small
     assert written["large"][0] == MAP_MARK
@@ -42,7 +35,7 @@ def test_a_map_of_many_entries_is_an_array_led_by_its_mark() -> None:
 def test_keys_of_a_map_array_are_not_interned() -> None:
     # What the form is for: msgpack interns each str key of a map it decodes.
     key = "".join(["a-key-made-at-run-time-", str(12345)])
-    large = {key + str(i): i for i in range(MIN_FLAT_MAP)}
+    large = {key + str(i): i for i in range(MIN_MAP_ARRAY)}
     got = fastser.loads(fastser.dumps(large))
     assert got == large
     first = next(iter(got))
@@ -94,7 +87,7 @@ def test_an_empty_map_array_is_an_empty_map() -> None:
 
 
 def test_map_arrays_count_their_level_of_nesting() -> None:
-    large: dict[str, Any] = {f"k{i}": i for i in range(MIN_FLAT_MAP)}
+    large: dict[str, Any] = {f"k{i}": i for i in range(MIN_MAP_ARRAY)}
     large["deep"] = [[1]]
     frames = fastser.dumps([large])  # the list, the map, two lists: 4 levels
     assert fastser.loads(frames, limits=fastser.Limits(max_depth=4))
