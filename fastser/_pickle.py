@@ -3,7 +3,7 @@ pickle cannot do. The only module that imports pickle or cloudpickle.
 """
 
 import pickle
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, Optional
 
 import cloudpickle

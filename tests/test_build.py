@@ -105,6 +105,30 @@ def test_signatures_survive() -> None:
     assert "bytes_threshold" in inspect.signature(fastser.extract_serialize).parameters
 
 
+def test_dumps_and_loads_take_their_arguments_every_way() -> None:
+    # A bare call takes a shortcut past the keyword-only parameters (_facade.bare_calls_to);
+    # every other call must behave as the documented signature says.
+    msg = {"key": ("x", 1), "data": b"y" * 70_000, 3: [1.5, None]}
+    frames = fastser.dumps(msg)
+    assert fastser.dumps(msg=msg) == frames
+    assert fastser.dumps(msg, on_error="raise", compression=None) == frames
+    assert fastser.loads(frames) == msg
+    assert fastser.loads(frames=frames) == msg
+    assert fastser.loads(frames, deserialize=True, limits=fastser.Limits()) == msg
+    with pytest.raises(TypeError, match="dumps"):
+        fastser.dumps()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="dumps"):
+        fastser.dumps(msg, None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="serializer"):
+        fastser.dumps(msg, serializer=None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="loads"):
+        fastser.loads(frames, msg=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="frames"):
+        fastser.loads(frames, frames=frames)  # type: ignore[misc]
+    with pytest.raises(fastser.DeserializationError):
+        fastser.loads(frames[:1])
+
+
 def test_all_is_complete() -> None:
     for name in fastser.__all__:
         assert hasattr(fastser, name), name

@@ -3,7 +3,6 @@ MANIFEST.in and, where cibuildwheel is installed, the exact build identifiers.
 scripts/release.sh does the building (docs/release.md)."""
 
 import importlib.util
-import os
 import shlex
 import subprocess
 import sys
