@@ -25,8 +25,9 @@ from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
                        Packers, ext)
 from ._paths import find_path
-from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
-                         check_on_error, error_payload, pickle_directly, serialize_with)
+from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
+                         check_families, check_on_error, error_payload, pickle_directly,
+                         serialize_with)
 from ._split import split_frames
 from ._task import FunctionTable, task_fields_of
 from ._types import MEMORYVIEW, Frame, Header, nbytes
@@ -62,6 +63,7 @@ class EncodeState:
         # which a task's array is not.
         self.hashable = 0
         self.functions: Optional[FunctionTable] = None  # made at the first task
+        self.builtin_families = -1  # _serialize.builtin_families(), asked at the first payload
 
     def task_table(self) -> Optional[FunctionTable]:
         """The header's function table where a task may be written, else None."""
@@ -353,9 +355,12 @@ class Encoder:
         header: Optional[Header] = None
         payload: list[Frame] = []
         if self.direct_chain or not chosen:
+            builtin = state.builtin_families
+            if builtin < 0:
+                builtin = state.builtin_families = builtin_families()
             direct = pickle_directly(
                 data, chosen and self.dispatch_first, state.task_table(),
-                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK)
+                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK, builtin)
             if type(direct) is list:  # a task, as msgpack values after its mark
                 return direct
             if type(direct) is bytes:

@@ -51,8 +51,10 @@ class Registry:
         self.misses: set[type] = set()
 
     def for_type(self, cls: type) -> Optional[DispatchEntry]:
+        if cls in self.misses:  # first: asked for every task, whose type is a miss
+            return None
         entry = self.by_type.get(cls)
-        if entry is None and cls not in self.misses:
+        if entry is None:
             if self.lazy and self._run_lazy(cls.__module__.partition(".")[0]):
                 entry = self.by_type.get(cls)
             if entry is None:

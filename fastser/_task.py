@@ -83,6 +83,10 @@ class FunctionTable:
     side): the first task naming one spells [module, qualname], later ones its index."""
 
     def __init__(self) -> None:
+        # Functions and builtins compare and hash by identity (a builtin by its self and C
+        # function): they are keys themselves, which spares boxing an id per task. Classes
+        # go by id, as a metaclass may define __eq__ and __hash__.
+        self.by_function: dict[object, int] = {}
         self.by_id: dict[int, int] = {}
         self.by_name: dict[tuple[str, str], int] = {}
         self.named: list[object] = []  # keeps every id in by_id alive and unreused
@@ -133,24 +137,33 @@ class FunctionTable:
         """[head, kind, module, qualname] the first time `function` is named, [head, kind,
         index] after; None when pickle would not store it by name. Called only once the
         rest of the task is known to qualify: a name registered is a name written."""
-        index = self.by_id.get(id(function))
+        t = type(function)
+        by_identity = t is FUNCTION or t is BUILTIN_FUNCTION
+        if by_identity:
+            index = self.by_function.get(function)
+        elif t is type:
+            index = self.by_id.get(id(function))
+        else:
+            return None
         if index is not None:
             return [head, kind, index]
-        t = type(function)
-        if t is not FUNCTION and t is not BUILTIN_FUNCTION and t is not type:
-            return None
         entry = lookup_global(function)  # the checks pickle makes before it writes a name
         if entry is None:
             return None
-        self.named.append(function)
         key = (entry.module_name, entry.name)
-        index = self.by_name.get(key)
-        if index is None:
+        found = self.by_name.get(key)
+        if found is None:
             index = self.by_name[key] = len(self.by_name)
+            fields: list[Any] = [head, kind, entry.module_name, entry.name]
+        else:
+            index = found  # a forwarded record named it first
+            fields = [head, kind, index]
+        if by_identity:
+            self.by_function[function] = index
+        else:
+            self.named.append(function)
             self.by_id[id(function)] = index
-            return [head, kind, entry.module_name, entry.name]
-        self.by_id[id(function)] = index  # a forwarded record named it first
-        return [head, kind, index]
+        return fields
 
     def forwarded_fields(self, fields: list[Any], head: object) -> list[Any]:
         """An unopened task's checked, self-contained fields [_, kind, module, qualname,

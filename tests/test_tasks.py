@@ -2,6 +2,7 @@
 with scalar arguments, travels as msgpack values in the header instead of a pickle."""
 
 import functools
+import json
 import math
 import operator
 import sys
@@ -319,6 +320,24 @@ def test_later_tasks_name_their_function_by_index() -> None:
     # A message mixing forwarded and new tasks names each function once.
     mixed = fastser.dumps([kept[1], Serialize((operator.add, 5)), kept[2]])
     assert [fields[1:3] for fields in body(mixed)] == [[1, "_operator"], [0, 0], [0, "_operator"]]
+
+
+def test_functions_builtins_and_classes_are_each_named_once() -> None:
+    # A function or builtin is looked up by itself, a class by its id (_task.FunctionTable).
+    tasks: list[tuple[Any, ...]] = [
+        (math.hypot, 3.0, 4.0), (types.SimpleNamespace,), (functools.reduce, "f"),
+        (math.hypot, 5.0, 12.0), (types.SimpleNamespace,), (functools.reduce, "g")]
+    tasks += [(json.dumps, "x"), (json.dumps, "y")]  # a Python function
+    frames = fastser.dumps([Serialize(task) for task in tasks])
+    assert [fields[2:4] for fields in body(frames)] == [
+        ["math", "hypot"], ["types", "SimpleNamespace"], ["_functools", "reduce"],
+        [0, 5.0], [1], [2, "g"], ["json", "dumps"], [3, "y"]]
+    assert all(same(a, b) for a, b in zip(fastser.loads(frames), tasks))
+    kept = fastser.loads(frames, deserialize=False)
+    mixed = fastser.dumps([kept[1], Serialize((types.SimpleNamespace,)), kept[0],
+                           Serialize((math.hypot, 1.0, 1.0))])
+    assert [fields[2:4] for fields in body(mixed)] == [
+        ["types", "SimpleNamespace"], [0], ["math", "hypot"], [1, 1.0]]
 
 
 def test_a_task_inside_a_key_or_a_set_is_pickled() -> None:
