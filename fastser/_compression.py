@@ -1,5 +1,5 @@
 """Sampled compression of payload frames, and bounded decompression. Sits on _types,
-_errors and _limits; lz4 and zstandard are optional and imported on first use.
+_wire, _errors and _limits; lz4 and zstandard are optional and imported on first use.
 
 Rule: a decompressor never produces more than the caller's bound — the size a frame
 announces (lz4's size prefix, zstd's content size) is checked before anything is allocated,
@@ -11,7 +11,8 @@ import zlib
 from typing import Any, Final, Optional
 
 from ._errors import DeserializationError, chained
-from ._types import Frame, byte_view
+from ._types import Frame, Header, byte_view
+from ._wire import HEADER_COMPRESSION
 
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 AUTO_ORDER: Final = ("lz4", "zstd")  # zlib is too slow to be chosen for the caller
@@ -215,3 +216,18 @@ def decompress_frames(compression: Any, frames: list[Frame], max_bytes: int) -> 
     for name, frame in zip(compression_names(compression, len(frames)), frames):
         out.append(frame if name is None else decompress(name, frame, max_bytes))
     return out
+
+
+def compress_payload(header: Header, payload: list[Frame], compression: str) -> list[Frame]:
+    """The payload with every frame that compresses well compressed; the header's
+    "compression" lists what each frame went through (only when one did)."""
+    names: list[Optional[str]] = []
+    frames: list[Frame] = []
+    for frame in payload:
+        name, frame = maybe_compress(frame, compression)
+        names.append(name)
+        frames.append(frame)
+    if any(name is not None for name in names):
+        header[HEADER_COMPRESSION] = names
+        return frames
+    return payload

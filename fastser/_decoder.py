@@ -194,7 +194,7 @@ class DecodeState:
                 raise chained(DeserializationError(f"{exc} (the payload {where(items[2])})"),
                               exc)
         if first is MAP_MARK:
-            return dict_of_pairs(items)
+            return dict_of_pairs(items, 1)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:

@@ -14,13 +14,14 @@ failure, so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Optional, Union, cast
+from typing import Any, Final, Optional, cast
 
-from ._compression import check_compression, maybe_compress
+from ._compression import check_compression, compress_payload, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
-from ._maps import MIN_MAP_ARRAY, MIN_TASK_MAP, all_tasks, map_array, task_map
+from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_array,
+                    task_map)
 from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_REFS,
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
                        Packers, ext)
@@ -28,7 +29,7 @@ from ._paths import find_path
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
                          check_families, check_on_error, error_payload, pickle_directly,
                          serialize_with)
-from ._split import split_frames
+from ._split import add_frame, frame_refs
 from ._task import FunctionTable, task_fields_of
 from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
@@ -47,8 +48,6 @@ MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
-# A frame ref in a serialized record: the frame inline, an index, or [start, count].
-FrameRef = Union[Frame, int, list[int]]
 
 
 class EncodeState:
@@ -167,6 +166,10 @@ class Encoder:
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
         out: Optional[dict[Any, Any]] = None
+        # While every entry so far became a task under a str key, the entries gather here,
+        # key, task, key, task, rather than in `out`: a graph's dict of tasks goes into its
+        # task map without a dict being built (nor, for other dicts, a list).
+        gathered: Optional[list[Any]] = None
         unchanged = 0
         for key, value in obj.items():
             new_key: object
@@ -184,21 +187,34 @@ class Encoder:
             else:
                 new_value = self.encode(value, depth, state)
             if out is None:
-                if new_key is key and new_value is value:
+                if gathered is not None:
+                    if type(key) is str and is_task(new_value):
+                        gathered.append(key)
+                        gathered.append(new_value)
+                        continue
+                    out = dict_of_pairs(gathered, 0)
+                    gathered = None
+                elif new_key is key and new_value is value:
                     unchanged += 1
                     continue
-                out = {}
-                # Copy the items before this one: they needed no change.
-                for old_key, old_value in obj.items():
-                    if not unchanged:
-                        break
-                    out[old_key] = old_value
-                    unchanged -= 1
+                elif not unchanged and type(key) is str and is_task(new_value):
+                    gathered = [key, new_value]
+                    continue
+                else:
+                    out = {}
+                    # Copy the items before this one: they needed no change.
+                    for old_key, old_value in obj.items():
+                        if not unchanged:
+                            break
+                        out[old_key] = old_value
+                        unchanged -= 1
             out[new_key] = new_value
+        if gathered is not None:
+            if len(gathered) >= 2 * MIN_TASK_MAP:
+                return task_map(gathered, state.pack_nested)
+            out = dict_of_pairs(gathered, 0)
         if out is None:
             return map_array(obj) if len(obj) >= MIN_MAP_ARRAY else obj
-        if len(out) >= MIN_TASK_MAP and all_tasks(out):
-            return task_map(out, state.pack_nested)
         return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
@@ -257,30 +273,11 @@ class Encoder:
             name, compressed = maybe_compress(frame, self.compression)
             if name is not None:
                 return ext(code, state.pack_nested(
-                    [self.frame_refs([compressed], state.frames)[0], name]))
-        ref = self.add_frame(frame, state.frames)
+                    [frame_refs([compressed], state.frames, self.frame_split_size)[0], name]))
+        ref = add_frame(frame, state.frames, self.frame_split_size)
         if type(ref) is int and ref < 128:
             return made[ref]
         return ext(code, state.pack_nested(ref))
-
-    def add_frame(self, frame: Frame, frames: list[Frame]) -> FrameRef:
-        """Append an out-of-band frame (split into views if large) and return its ref."""
-        if nbytes(frame) > self.frame_split_size:
-            pieces = split_frames(frame, self.frame_split_size)
-            start = len(frames)
-            frames.extend(pieces)
-            return [start, len(pieces)]
-        frames.append(frame)
-        return len(frames) - 1
-
-    def frame_refs(self, payload: list[Frame], frames: list[Frame]) -> list[FrameRef]:
-        refs: list[FrameRef] = []
-        for frame in payload:
-            if nbytes(frame) < OUT_OF_BAND_BYTES:
-                refs.append(frame)  # small: inline in the header (msgpack copies it there)
-            else:
-                refs.append(self.add_frame(frame, frames))
-        return refs
 
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
@@ -300,7 +297,7 @@ class Encoder:
                         fields, TASK_SERIALIZED_MARK if code == EXT_SERIALIZED
                         else TASK_PICKLED_MARK)
         state.records.append((header, obj))
-        refs = self.frame_refs(payload, state.frames)
+        refs = frame_refs(payload, state.frames, self.frame_split_size)
         if state.hashable:
             # A dict key or set item: an array cannot be hashed there. Extension type 10 or
             # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
@@ -379,21 +376,5 @@ class Encoder:
         if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
             code = EXT_SERIALIZED
         elif self.compression is not None and HEADER_COMPRESSION not in header:
-            payload = self.compress_payload(header, payload, self.compression)
+            payload = compress_payload(header, payload, self.compression)
         return self.record(code, header, payload, state, obj)
-
-    def compress_payload(self, header: Header, payload: list[Frame],
-                         compression: str) -> list[Frame]:
-        """The payload with every frame that compresses well compressed; the header's
-        "compression" lists what each frame went through (only when one did)."""
-        names: list[Optional[str]] = []
-        frames: list[Frame] = []
-        for frame in payload:
-            name, frame = maybe_compress(frame, compression)
-            names.append(name)
-            frames.append(frame)
-        if any(name is not None for name in names):
-            header[HEADER_COMPRESSION] = names
-            return frames
-        return payload
-

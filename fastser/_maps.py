@@ -31,39 +31,37 @@ def map_array(mapping: dict[Any, Any]) -> list[Any]:
     return flat
 
 
-def dict_of_pairs(items: list[Any]) -> dict[Any, Any]:
-    """The dict of a received map array (its mark first). An unhashable key raises
-    TypeError, which loads reports as a corrupt header."""
+def dict_of_pairs(items: list[Any], start: int) -> dict[Any, Any]:
+    """The dict of items[start:], key, value, key, value, ...: a received map array after
+    its mark (start 1), or the entries the encoder gathered (start 0). An unhashable key
+    raises TypeError, which loads reports as a corrupt header."""
     size = len(items)
-    if size % 2 == 0:
+    if (size - start) % 2:
         raise DeserializationError("a map's array holds a key without its value")
     out: dict[Any, Any] = {}
-    for index in range(1, size, 2):
+    for index in range(start, size, 2):
         out[items[index]] = items[index + 1]
     return out
 
 
-def all_tasks(encoded: dict[Any, Any]) -> bool:
-    """Whether every value of a walked dict is a Serialize task's array (led by its mark,
-    which nothing else is) and every key a str."""
-    for key, value in encoded.items():
-        if type(key) is not str or type(value) is not list:
-            return False
-        fields: list[Any] = value
-        if not fields or fields[0] is not TASK_SERIALIZED_MARK:
-            return False
-    return True
+def is_task(encoded: object) -> bool:
+    """Whether a walked value is a Serialize task's array (led by its mark, which nothing
+    else is)."""
+    if type(encoded) is not list:
+        return False
+    fields: list[Any] = encoded
+    return len(fields) > 0 and fields[0] is TASK_SERIALIZED_MARK
 
 
-def task_map(encoded: dict[str, list[Any]], pack: Callable[[object], bytes]) -> object:
-    """The task map of a walked dict of tasks: each task's array with nil in place of its
-    mark (the arrays are the walk's own, made for this message), in the dict's order, so
-    functions keep the indices the walk gave them. `pack` is plain msgpack's."""
-    tasks: list[list[Any]] = []
-    for fields in encoded.values():
+def task_map(entries: list[Any], pack: Callable[[object], bytes]) -> object:
+    """The task map of a walked dict of tasks, from its entries key, task, key, task, ... in
+    its order (so functions keep the indices the walk gave them); each task's array gets nil
+    in place of its mark (the arrays are the walk's own, made for this message). `pack` is
+    plain msgpack's."""
+    tasks: list[list[Any]] = entries[1::2]
+    for fields in tasks:
         fields[0] = None
-        tasks.append(fields)
-    return ext(EXT_TASK_MAP, pack([list(encoded), tasks]))
+    return ext(EXT_TASK_MAP, pack([entries[0::2], tasks]))
 
 
 def task_map_parts(table: object) -> tuple[list[Any], list[Any]]:

@@ -1,4 +1,5 @@
-"""Splitting payload frames into views, and joining them again. Sits on _types and _buffers.
+"""Payload frames on the way out (appended to the message, split into views) and joined again
+on the way in. Sits on _types, _wire and _buffers.
 
 Strategy: splitting never copies (the pieces are memoryviews of the caller's frame), and
 joining does not copy either when the pieces lie end to end in one buffer — as they do when
@@ -8,10 +9,14 @@ pieces scattered over several buffers are copied into a new bytearray.
 """
 
 import ctypes
-from typing import Final, Optional
+from typing import Final, Optional, Union
 
 from ._buffers import buffer_address
 from ._types import MEMORYVIEW, Frame, byte_view, nbytes
+from ._wire import OUT_OF_BAND_BYTES
+
+# A frame ref in a serialized record: the frame inline, an index, or [start, count].
+FrameRef = Union[Frame, int, list[int]]
 
 
 def split_frames(frame: Frame, split_size: int) -> list[Frame]:
@@ -19,6 +24,30 @@ def split_frames(frame: Frame, split_size: int) -> list[Frame]:
     view = byte_view(frame)
     total = view.nbytes
     return [view[start:start + split_size] for start in range(0, total, split_size)]
+
+
+def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:
+    """Append an out-of-band frame to the message's `frames` (split into views if larger
+    than `split_size`) and return its ref."""
+    if nbytes(frame) > split_size:
+        pieces = split_frames(frame, split_size)
+        start = len(frames)
+        frames.extend(pieces)
+        return [start, len(pieces)]
+    frames.append(frame)
+    return len(frames) - 1
+
+
+def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> list[FrameRef]:
+    """The refs of a payload's frames: small ones inline in the header (msgpack copies
+    them there), the others appended to `frames` by add_frame."""
+    refs: list[FrameRef] = []
+    for frame in payload:
+        if nbytes(frame) < OUT_OF_BAND_BYTES:
+            refs.append(frame)
+        else:
+            refs.append(add_frame(frame, frames, split_size))
+    return refs
 
 
 def merge_frames(pieces: list[Frame]) -> Frame:

@@ -421,13 +421,21 @@ INT_KEYED: dict[Any, Any] = {7: Serialize((operator.add, 1, 7))}
     {**{f"t-{i}": Serialize((operator.add, 1, i)) for i in range(20)},
      "x": Serialize((operator.add, [1], 2))},  # a task the form cannot carry: pickled
     {f"t-{i}": ToPickle((operator.add, 1, i)) for i in range(20)},  # not Serialize
-], ids=["15 tasks", "int key", "a plain value", "a pickled task", "ToPickle"])
+    # The encoder gathers tasks until an entry is not one: first, in the middle, last.
+    {"x": 1, **{f"t-{i}": Serialize((operator.add, 1, i)) for i in range(20)}},
+    {**{f"t-{i}": Serialize((operator.add, 1, i)) for i in range(10)}, **INT_KEYED,
+     **{f"u-{i}": Serialize((operator.add, 1, i)) for i in range(10)}},
+    {**{f"t-{i}": Serialize((operator.add, 1, i)) for i in range(10)}, "x": "y",
+     **{f"u-{i}": Serialize((operator.add, 1, i)) for i in range(10)}},
+], ids=["15 tasks", "int key", "a plain value", "a pickled task", "ToPickle",
+        "a plain value first", "int key in the middle", "a plain value in the middle"])
 def test_other_maps_of_tasks_stay_inline(tasks: dict[Any, Any]) -> None:
     frames = fastser.dumps({"tasks": tasks})
     assert type(body(frames)["tasks"]) is dict
-    assert fastser.loads(frames)["tasks"] == {
-        key: value.data if isinstance(value, (Serialize, ToPickle)) else value
-        for key, value in tasks.items()}
+    got = fastser.loads(frames)["tasks"]
+    assert list(got) == list(tasks)
+    assert got == {key: value.data if isinstance(value, (Serialize, ToPickle)) else value
+                   for key, value in tasks.items()}
 
 
 @given(st.lists(st.lists(st.one_of(
