@@ -164,13 +164,15 @@ def w5_loads() -> dict[str, Callable[[], Any]]:
     def floor() -> Any:
         msgpack.unpackb(header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook,
                         raw=False, strict_map_key=False)
-        return [bytes(view) for view in payload]
+        return [view.tobytes() for view in payload]
 
+    # tobytes(), as fastser's decoder copies (_types.bytes_of): ~10% faster than bytes(view).
     return {
         "distributed loads": lambda: dist_loads(dist_frames),
         "fastser.loads": lambda: fastser.loads(frames),
         "unpackb + no-op hooks, then copies": floor,
-        "the copies alone": lambda: [bytes(view) for view in payload],
+        "the copies alone": lambda: [view.tobytes() for view in payload],
+        "the copies by bytes()": lambda: [bytes(view) for view in payload],
     }
 
 

@@ -26,7 +26,7 @@ from ._maps import dict_of_pairs, task_map_parts
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
-from ._types import MEMORYVIEW, Frame, Header, byte_view
+from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                     EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
@@ -290,7 +290,7 @@ class DecodeState:
             return self.pickled(data)
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
-            return frame if type(frame) is bytes else bytes(frame)
+            return bytes_of(frame)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
         if code == EXT_SET:

@@ -10,7 +10,7 @@ from typing import Any, Final, Optional
 from ._errors import DeserializationError
 from ._registry import (REGISTRY, register_serialization, register_serialization_family,
                         register_serialization_lazy)
-from ._types import Frame, Header, byte_view
+from ._types import Frame, Header, byte_view, bytes_of
 from ._wire import HEADER_TYPE
 
 ARRAY_TYPECODES: Final = frozenset(array.typecodes)
@@ -48,7 +48,7 @@ def bytes_dumps(obj: bytes) -> tuple[Header, list[Frame]]:
 
 def bytes_loads(header: Header, frames: list[Frame]) -> bytes:
     frame = single_frame(frames, "bytes")
-    return frame if type(frame) is bytes else bytes(frame)
+    return bytes_of(frame)
 
 
 def bytearray_dumps(obj: bytearray) -> tuple[Header, list[Frame]]:

@@ -165,6 +165,18 @@ def test_large_bytes_are_not_copied_on_either_side() -> None:
     assert out["a"] is payload and out["b"][0] is array
 
 
+def test_large_bytes_received_as_views_come_back_as_bytes_of_their_own() -> None:
+    payload = bytes(range(256)) * 300
+    message = {"a": payload, "s": Serialize(payload)}
+    received = [memoryview(bytearray(frame)) for frame in fastser.dumps(message)]
+    out = fastser.loads(received)
+    assert type(out["a"]) is bytes and type(out["s"]) is bytes
+    assert out == message | {"s": payload}
+    for frame in received[1:]:
+        frame[:3] = b"xyz"  # the receive buffer is reused: the values own their memory
+    assert out["a"] == payload and out["s"] == payload
+
+
 def test_split_frames_are_views_and_join() -> None:
     payload = bytes(range(256)) * 1000
     frames = fastser.dumps({"a": payload, "s": Serialize(bytearray(payload))},
