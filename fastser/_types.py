@@ -13,6 +13,8 @@ Header: TypeAlias = dict[str, Any]
 # Compiled code looks the name `memoryview` up in the builtins module at each use (a dict
 # lookup, ~100 instructions); a Final name is a C static. Frame checks on hot paths use this.
 MEMORYVIEW: Final = memoryview
+# The unbound method: compiled code would look `tobytes` up on each view by name.
+TOBYTES: Final = memoryview.tobytes
 
 
 def bytes_of(frame: Frame) -> bytes:
@@ -21,8 +23,7 @@ def bytes_of(frame: Frame) -> bytes:
     if type(frame) is bytes:
         return frame
     if type(frame) is MEMORYVIEW:
-        view: memoryview = frame
-        return view.tobytes()
+        return TOBYTES(frame)
     return bytes(frame)
 
 
