@@ -68,10 +68,7 @@ MAP_MARK: Final = Mark()
 
 def as_bytes(data: object) -> bytes:
     """A header body (bytes, or a view of a large header) as bytes."""
-    if type(data) is bytes:
-        return data
-    view: memoryview = cast(memoryview, data)
-    return view.tobytes()
+    return bytes_of(cast(Frame, data))
 
 
 def unpack_ref(data: bytes) -> Any:

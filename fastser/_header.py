@@ -6,7 +6,7 @@ from typing import Any, Final
 
 from ._errors import DeserializationError, chained
 from ._limits import Limits, check_frames
-from ._types import MEMORYVIEW, byte_view
+from ._types import byte_view, bytes_of
 from ._wire import OLDEST_READABLE_VERSION, WIRE_VERSION
 
 SMALL_HEADER_BYTES: Final = 4096
@@ -34,8 +34,7 @@ def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object]:
         # A small copy costs less than the memoryviews that avoid it: a received header is
         # a memoryview, and byte_view() and a slice of it cost ~1.8k instructions (0.1x
         # W1's msgpack floor). tobytes() copies in half the time of bytes().
-        data: bytes = (header if type(header) is bytes else
-                       header.tobytes() if type(header) is MEMORYVIEW else bytes(header))
+        data = bytes_of(header)
         version = data[0]
         body = data[1:]
     else:
