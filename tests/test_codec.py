@@ -13,7 +13,6 @@ import pytest
 import fastser
 from fastser import (Decoder, DeserializationError, Encoder, Pickled, SerializationError,
                      Serialize, Serialized, ToPickle)
-from fastser._wire import EXT_SERIALIZED
 
 BIG = 2**16  # the out-of-band threshold
 
@@ -322,72 +321,6 @@ def test_errors_keep_their_cause_in_both_builds() -> None:
     assert failed.value.__cause__ is not None
 
 
-class OddHeader:
-    """Serialized by a family whose header holds what the test puts in it."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def test_record_headers_pack_like_plain_msgpack_or_fail_with_a_path() -> None:
-    import collections
-
-    Pair = collections.namedtuple("Pair", "a b")
-
-    class Level(enum.IntEnum):
-        HIGH = 3
-
-    def dumps_odd(x: OddHeader) -> tuple[dict[str, Any], list[fastser.Frame]]:
-        return {"value": x.value}, [b""]
-
-    def loads_odd(header: dict[str, Any], frames: list[Any]) -> OddHeader:
-        return OddHeader(header["value"])
-
-    fastser.register_serialization(OddHeader, dumps_odd, loads_odd, name="test.OddHeader")
-    ok = {"pair": Pair(1, 2), "level": Level.HIGH, "tuple": (1, 2)}
-    out = roundtrip({"x": Serialize(OddHeader(ok))})["x"].value
-    # A namedtuple and an IntEnum pack as plain msgpack packs them; a tuple stays a tuple.
-    assert out == {"pair": [1, 2], "level": 3, "tuple": (1, 2)}
-    assert type(out["level"]) is int
-    with pytest.raises(SerializationError, match=r"not msgpack-encodable.* at msg\['a'\]\[1\]"):
-        fastser.dumps({"a": [1, Serialize(OddHeader(object()))]})
-
-
-class Fallback:
-    """Not a message type: pickled by the fallback."""
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Fallback
-
-    def __hash__(self) -> int:
-        return 0
-
-
-def test_a_record_of_one_small_pickle_is_one_extension_type() -> None:
-    # Wire version 4: {"serializer": "pickle"} and one inline frame travel as ext 17 / 18
-    # (a list argument keeps this task out of the version 5 task form).
-    task = (operator.add, "inc-1", [1])
-    frames = fastser.dumps({"s": Serialize(task), "p": ToPickle(task), "f": Fallback()})
-    body = msgpack.unpackb(bytes(frames[0])[1:], raw=False)
-    assert [type(value).__name__ for value in body.values()] == ["ExtType"] * 3
-    assert [body[key].code for key in ("s", "p", "f")] == [17, 18, 18]
-    out = fastser.loads(frames)
-    assert out["s"] == task and out["p"] == task and type(out["f"]) is Fallback
-    kept = fastser.loads(frames, deserialize=False)
-    assert type(kept["s"]) is Serialized and type(kept["p"]) is Pickled
-    assert kept["s"].header == {"serializer": "pickle"} and kept["s"].header is not \
-        kept["p"].header
-    assert fastser.dumps(kept) == frames  # forwarded byte for byte
-    made: list[Any] = []
-
-    def factory(header: Any, payload: list[Any]) -> str:
-        made.append((header, payload))
-        return "mine"
-
-    assert Decoder(deserialize=False, serialized_factory=factory).loads(frames)["s"] == "mine"
-    assert made == [({"serializer": "pickle"}, [body["s"].data])]
-
-
 def test_payload_frames_the_header_does_not_name_are_refused() -> None:
     big = b"x" * 100_000  # out of band: frame 1
     one = fastser.dumps({"a": big})
@@ -445,27 +378,3 @@ def test_a_large_memoryview_key_comes_back_hashable_from_a_writeable_buffer() ->
     assert fastser.loads(received) == msg
     big = fastser.dumps({"v": key})  # as a value it still leaves as its own frame
     assert len(big) == 2 and memoryview(big[1]).obj is key.obj
-
-
-TASK_RECORD = fastser.Serialized({"serializer": "pickle", "form": "task"},
-                                 [msgpack.packb([0, "builtins", "len", "x"])])
-
-
-@pytest.mark.parametrize("payload, opened", [
-    (fastser.Serialize(b"abc"), b"abc"),
-    (fastser.Serialize(b"L" * 70_000), b"L" * 70_000),  # its bytes in a frame of their own
-    (fastser.Serialized({"serializer": "msgpack"}, [msgpack.packb(7)]), 7),
-    (TASK_RECORD, (len, "x")),
-], ids=["small", "out of band", "msgpack record", "task record"])
-def test_a_record_in_a_dict_key_or_a_set_item_travels_as_an_extension_type(
-        payload: Any, opened: Any) -> None:
-    # An array cannot be hashed: there a record is extension type 10 (or 11), not the array
-    # [mark, header, refs]. dumps raised TypeError before.
-    for msg, expected in (({payload: 1}, {opened: 1}), ({(payload, 2)}, {(opened, 2)})):
-        frames = fastser.dumps(msg)
-        assert fastser.loads(frames) == expected
-        kept = fastser.loads(frames, deserialize=False)
-        assert fastser.dumps(kept) == frames
-    written = msgpack.unpackb(bytes(fastser.dumps({payload: 1})[0])[1:], strict_map_key=False)
-    assert [type(key) for key in written] == [msgpack.ExtType]
-    assert next(iter(written)).code == EXT_SERIALIZED
