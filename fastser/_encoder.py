@@ -168,7 +168,7 @@ class Encoder:
         out: Optional[dict[Any, Any]] = None
         # While every entry so far became a task under a str key, the entries gather here,
         # key, task, key, task, rather than in `out`: a graph's dict of tasks goes into its
-        # task map without a dict being built (nor, for other dicts, a list).
+        # task map without a dict being built. The list is made at the first task.
         gathered: Optional[list[Any]] = None
         unchanged = 0
         for key, value in obj.items():

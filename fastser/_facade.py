@@ -46,7 +46,6 @@ def bare_calls_to(fast: Callable[[Any], Any]) -> Callable[[Function], Function]:
 
 
 @bare_calls_to(_DEFAULT_ENCODER.dumps)
-
 def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
           on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
           frame_split_size: int = DEFAULT_SPLIT_SIZE,
