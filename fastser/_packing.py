@@ -1,6 +1,6 @@
 """How fastser's header is written with msgpack: extension types built without msgpack's
 validating constructor, the marks, the extension types naming payload frames, and the
-packers with the `default` that marks tuples, sets and frozensets. Sits on _wire.
+packers with the `default` that marks tuples, sets and frozensets. Sits on _types and _wire.
 
 The encoder (_encoder.py) decides what goes into the header; this module is how msgpack is
 made to write it.
@@ -11,6 +11,7 @@ from typing import Any, Final, cast
 
 import msgpack
 
+from ._types import MEMORYVIEW
 from ._wire import (EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
                     EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                     EXT_MAP_MARK, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK,
@@ -62,9 +63,20 @@ def mark_collection(obj: object) -> object:
     return marked
 
 
+# The base types' own conversions: they read a subclass's value as plain msgpack reads it,
+# where int(), str(), bytes() and float() would call a method the subclass may override
+# (a `class Color(str, Enum)` member's __str__ gives "Color.RED", not its value).
+INT_VALUE: Final = int.__int__
+FLOAT_VALUE: Final = float.__float__
+STR_VALUE: Final = str.__str__
+BYTES_VALUE: Final = bytes.__bytes__
+
+
 def as_base_type(obj: object) -> object:
     """A tuple, or a subclass of a msgpack type, as what plain msgpack packs it as: the
-    record packer's `default` (see Packers) and the last resort of mark_collection."""
+    record packer's `default` (see Packers) and the last resort of mark_collection.
+    Plain msgpack reads an int, float, str, bytes or bytearray subclass's value, and
+    iterates a list or tuple subclass and a dict subclass's items()."""
     if type(obj) is tuple:
         return list(obj)
     if isinstance(obj, ExtType):
@@ -73,19 +85,19 @@ def as_base_type(obj: object) -> object:
     if isinstance(obj, bool):
         return bool(obj)
     if isinstance(obj, int):
-        return int(obj)
+        return INT_VALUE(obj)
     if isinstance(obj, float):
-        return float(obj)
+        return FLOAT_VALUE(obj)
     if isinstance(obj, str):
-        return str(obj)
-    if isinstance(obj, (bytes, bytearray)):
-        return bytes(obj)
-    if isinstance(obj, list):
-        return list(obj)
-    if isinstance(obj, dict):
-        return dict(obj)
-    if isinstance(obj, tuple):
+        return STR_VALUE(obj)
+    if isinstance(obj, bytes):
+        return BYTES_VALUE(obj)
+    if isinstance(obj, bytearray):
+        return MEMORYVIEW(obj).tobytes()
+    if isinstance(obj, (list, tuple)):
         return list(obj)  # a namedtuple in a header: an array, as plain msgpack writes it
+    if isinstance(obj, dict):
+        return dict(obj.items())
     raise TypeError(f"cannot pack an object of type {type(obj).__qualname__}")
 
 

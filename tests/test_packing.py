@@ -2,7 +2,8 @@
 for byte: it packs exact types only, for speed, and hands the rest to as_base_type."""
 
 import collections
-from typing import Any
+import enum
+from typing import Any, Iterator
 
 import msgpack
 import pytest
@@ -76,6 +77,50 @@ plain_values = st.recursive(plain_scalars, plain_containers, max_leaves=20)
 @settings(max_examples=examples(300), deadline=None)
 @given(plain_values)
 def test_the_record_packer_writes_what_plain_msgpack_writes(value: Any) -> None:
+    assert Packers().record.pack(value) == msgpack.packb(value, use_bin_type=True)
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class OwnBytes(bytes):
+    def __bytes__(self) -> bytes:
+        return b"other"
+
+
+class OwnInt(int):
+    def __int__(self) -> int:
+        return 0
+
+
+class OwnFloat(float):
+    def __float__(self) -> float:
+        return 0.0
+
+
+class OwnItems(dict[Any, Any]):
+    def items(self) -> Any:
+        return [("swapped", 1)]
+
+
+class OwnIter(list[Any]):
+    def __iter__(self) -> Iterator[Any]:
+        return iter([7] * len(self))
+
+
+@pytest.mark.parametrize("value", [
+    {"color": Color.RED}, Level.HIGH, OwnBytes(b"abc"), OwnInt(5), OwnFloat(2.5),
+    OwnItems(a=1), OwnIter([1, 2]), Buffer(b"xyz"),
+], ids=repr)
+def test_subclasses_that_override_their_conversions_pack_as_plain_msgpack_does(
+        value: Any) -> None:
+    # Plain msgpack reads the value of a str, bytes, int or float subclass (not what its
+    # __str__, __bytes__, __int__ or __float__ says), and iterates lists and dict items().
     assert Packers().record.pack(value) == msgpack.packb(value, use_bin_type=True)
 
 
