@@ -26,6 +26,7 @@ from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
                        Packers, ext)
 from ._paths import find_path
+from ._registry import REGISTRY
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
                          check_families, check_on_error, error_payload, pickle_directly,
                          serialize_with)
@@ -62,7 +63,9 @@ class EncodeState:
         # which a task's array is not.
         self.hashable = 0
         self.functions: Optional[FunctionTable] = None  # made at the first task
-        self.builtin_families = -1  # _serialize.builtin_families(), asked at the first payload
+        # _serialize.builtin_families(), asked again when a family was registered since.
+        self.builtin_families = 0
+        self.families_version = -1
 
     def task_table(self) -> Optional[FunctionTable]:
         """The header's function table where a task may be written, else None."""
@@ -352,12 +355,13 @@ class Encoder:
         header: Optional[Header] = None
         payload: list[Frame] = []
         if self.direct_chain or not chosen:
-            builtin = state.builtin_families
-            if builtin < 0:
-                builtin = state.builtin_families = builtin_families()
+            if state.families_version != REGISTRY.families_version:
+                state.families_version = REGISTRY.families_version
+                state.builtin_families = builtin_families()
             direct = pickle_directly(
                 data, chosen and self.dispatch_first, state.task_table(),
-                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK, builtin)
+                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK,
+                state.builtin_families)
             if type(direct) is list:  # a task, as msgpack values after its mark
                 return direct
             if type(direct) is bytes:

@@ -41,6 +41,9 @@ class DispatchEntry:
 class Registry:
     def __init__(self) -> None:
         self.families: dict[str, Family] = {}
+        # Bumped by every family registered: lets a dumps call re-check, per payload and
+        # cheaply, what it asked about the families (a lazy registration may run mid-call).
+        self.families_version = 0
         self.by_type: dict[type, DispatchEntry] = {}
         self.by_name: dict[str, DispatchEntry] = {}
         # top-level module name -> functions that register its types when first needed
@@ -111,3 +114,4 @@ def register_serialization_lazy(toplevel_module: str, register: Callable[[], Non
 def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads,
                                   accepts: Optional[Callable[[Any], bool]] = None) -> None:
     REGISTRY.families[name] = Family(name, dumps, loads, accepts)
+    REGISTRY.families_version += 1

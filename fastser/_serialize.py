@@ -191,7 +191,8 @@ DISPATCH_BUILTIN: Final = 2
 
 def builtin_families() -> int:
     """PICKLE_BUILTIN and DISPATCH_BUILTIN, for "pickle" and "dispatch" still the families
-    registered above; asked once per message (a dict lookup each, per task, cost 4%)."""
+    registered above. The encoder asks again only when Registry.families_version moved (a
+    dict lookup each, per task, cost 4%)."""
     families = REGISTRY.families
     return ((PICKLE_BUILTIN if families.get(PICKLE_FAMILY) is BUILTIN_PICKLE else 0) |
             (DISPATCH_BUILTIN if families.get(DISPATCH_FAMILY) is BUILTIN_DISPATCH else 0))
@@ -203,7 +204,7 @@ def pickle_directly(obj: object, dispatch_first: bool, tasks: Optional[FunctionT
     calls: with a table, the fields of a task after `head` (_task.py: msgpack values in the
     header), else the one frame that serialize_with(obj, ("dispatch", "pickle")) — or
     ("pickle",) without `dispatch_first` — would make with the direct writer; None sends
-    the caller the general way. `builtin`: builtin_families(), asked for this message.
+    the caller the general way. `builtin`: builtin_families(), as the caller last asked.
 
     A task of a graph costs less to write than the general way costs to reach the pickle
     family (two family calls, a header dict, a tuple): this gives the same result without

@@ -83,10 +83,12 @@ class FunctionTable:
     side): the first task naming one spells [module, qualname], later ones its index."""
 
     def __init__(self) -> None:
-        # Functions and builtins compare and hash by identity (a builtin by its self and C
-        # function): they are keys themselves, which spares boxing an id per task. Classes
-        # go by id, as a metaclass may define __eq__ and __hash__.
-        self.by_function: dict[object, int] = {}
+        # Functions and builtins hash and compare without running user code (a builtin by
+        # its self and C function): they are keys themselves, which spares boxing an id per
+        # task. Two builtins may be equal and not the same object (a module's two names for
+        # one C function): each entry keeps its function, and an equal other one goes by id,
+        # as classes do (a metaclass may define __eq__ and __hash__).
+        self.by_function: dict[object, tuple[object, int]] = {}
         self.by_id: dict[int, int] = {}
         self.by_name: dict[tuple[str, str], int] = {}
         self.named: list[object] = []  # keeps every id in by_id alive and unreused
@@ -140,11 +142,12 @@ class FunctionTable:
         t = type(function)
         by_identity = t is FUNCTION or t is BUILTIN_FUNCTION
         if by_identity:
-            index = self.by_function.get(function)
-        elif t is type:
-            index = self.by_id.get(id(function))
-        else:
+            known = self.by_function.get(function)
+            if known is not None and known[0] is function:
+                return [head, kind, known[1]]
+        elif t is not type:
             return None
+        index = self.by_id.get(id(function))
         if index is not None:
             return [head, kind, index]
         entry = lookup_global(function)  # the checks pickle makes before it writes a name
@@ -158,8 +161,8 @@ class FunctionTable:
         else:
             index = found  # a forwarded record named it first
             fields = [head, kind, index]
-        if by_identity:
-            self.by_function[function] = index
+        if by_identity and function not in self.by_function:
+            self.by_function[function] = (function, index)
         else:
             self.named.append(function)
             self.by_id[id(function)] = index

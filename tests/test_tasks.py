@@ -1,6 +1,7 @@
 """Wire version 5's task form: a call tuple or functools.partial of a module-level function,
 with scalar arguments, travels as msgpack values in the header instead of a pickle."""
 
+import _thread
 import functools
 import json
 import math
@@ -226,6 +227,36 @@ def test_replaced_families_turn_the_form_off() -> None:
     assert body(fastser.dumps(Serialize(task)))[0] == mark()
 
 
+class LazilyRegistered:
+    """Of a module whose lazy registration replaces the "pickle" family."""
+
+
+LazilyRegistered.__module__ = "fastser_test_lazy"
+
+
+def test_a_family_replaced_during_dumps_serves_the_rest_of_that_message() -> None:
+    original = fastser._registry.REGISTRY.families["pickle"]
+    seen: list[str] = []
+
+    def replacing_dumps(obj: Any, context: Any) -> tuple[dict[str, Any], list[Any]]:
+        seen.append(type(obj).__name__)
+        return original.dumps(obj, context)
+
+    def replace_pickle() -> None:
+        fastser.register_serialization_family("pickle", replacing_dumps, original.loads)
+
+    fastser.register_serialization_lazy("fastser_test_lazy", replace_pickle)
+    try:
+        # The lazy registration runs at the first payload (the dispatch family looks its
+        # type up); the task and the list after it must meet the new family.
+        fastser.dumps([Serialize(LazilyRegistered()), Serialize((operator.add, 1, 2)),
+                       Serialize([1, 2])])
+        assert seen == ["LazilyRegistered", "tuple", "list"]
+    finally:
+        fastser._registry.REGISTRY.families["pickle"] = original
+    assert body(fastser.dumps(Serialize((operator.add, 1, 2))))[0] == mark()
+
+
 @pytest.mark.parametrize("fields, reason", [
     ([], "needs a kind and a function"),
     ([0], "needs a kind and a function"),
@@ -307,6 +338,19 @@ def test_functions_builtins_and_classes_are_each_named_once() -> None:
                            Serialize((math.hypot, 1.0, 1.0))])
     assert [fields[2:4] for fields in body(mixed)] == [
         ["types", "SimpleNamespace"], [0], ["math", "hypot"], [1, 1.0]]
+
+
+def test_equal_builtins_of_other_names_keep_their_names() -> None:
+    # Two names of one C function: equal, not the same object (FunctionTable.by_function).
+    first, second = _thread.start_new_thread, _thread.start_new
+    assert first == second and first is not second
+    tasks = [(first, 1), (second, 2), (first, 3), (second, 4)]
+    frames = fastser.dumps([Serialize(task) for task in tasks])
+    assert [fields[2:4] for fields in body(frames)] == [
+        ["_thread", "start_new_thread"], ["_thread", "start_new"], [0, 3], [1, 4]]
+    assert [task[0] for task in fastser.loads(frames)] == [first, second, first, second]
+    assert [task[0].__name__ for task in fastser.loads(frames)] == [
+        "start_new_thread", "start_new", "start_new_thread", "start_new"]
 
 
 def test_a_task_inside_a_key_or_a_set_is_pickled() -> None:
