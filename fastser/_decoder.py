@@ -66,11 +66,6 @@ TASK_PICKLED_MARK: Final = Mark()
 MAP_MARK: Final = Mark()
 
 
-def as_bytes(data: object) -> bytes:
-    """A header body (bytes, or a view of a large header) as bytes."""
-    return bytes_of(cast(Frame, data))
-
-
 def unpack_ref(data: bytes) -> Any:
     """A frame ref from an extension type's data; a one-byte positive fixint (the common
     case: payload frames 1..127) is read without calling msgpack."""
@@ -129,7 +124,7 @@ class Decoder:
         budget = max_depth - TASK_MAP_DEPTH if state.task_maps else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
                 (state.unscanned > 0 or budget < 0 or
-                 header_nests_deeper(as_bytes(body), budget)) \
+                 header_nests_deeper(bytes_of(cast(Frame, body)), budget)) \
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
