@@ -15,7 +15,7 @@ from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import FrameError, chained
 from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_holding,
-                       pack_frames_prelude, slice_frames)
+                       frame_layout, frame_runs, pack_frames_prelude, slice_runs)
 
 # write_msg waits for the transport to drain once this many bytes were handed to it (after
 # each frame of this size or more, at the latest), so the transport buffers about one large
@@ -65,13 +65,20 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
                     f"{WORD + size} bytes received ({count} frame lengths announced)"), exc)
             lengths = struct.unpack_from(f"<{count}Q", raw, 0)
         total = check_lengths(lengths, limits)
-        try:
-            data = await reader.readexactly(total)
-        except asyncio.IncompleteReadError as exc:
-            got = len(exc.partial)
-            raise chained(FrameError(f"the stream ended inside {frame_holding(lengths, got)}: "
-                                     f"{got} of the {total} frame bytes received"), exc)
+        offsets, _ = frame_layout(lengths)
+        runs = frame_runs(offsets, lengths)
+        received: list[memoryview] = []
+        got = 0
+        for start, stop in runs:  # one bytes object per run: each starts 16-byte aligned
+            try:
+                received.append(memoryview(await reader.readexactly(stop - start)))
+            except asyncio.IncompleteReadError as exc:
+                got += len(exc.partial)
+                raise chained(FrameError(
+                    f"the stream ended inside {frame_holding(lengths, got)}: "
+                    f"{got} of the {total} frame bytes received"), exc)
+            got += stop - start
     except ConnectionResetError as exc:
         raise chained(FrameError("the connection was reset inside a message"), exc)
-    # Zero-copy: the frames are slices of the one bytes object the StreamReader returned.
-    return decoder.loads(slice_frames(memoryview(data), 0, lengths))
+    # Zero-copy: the frames are slices of the bytes objects the StreamReader returned.
+    return decoder.loads(slice_runs(received, runs, offsets, lengths))

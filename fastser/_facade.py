@@ -64,7 +64,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
         record that raises DeserializationError on receipt). Applies to Serialize and
         ToPickle payloads and to the pickle fallback alike.
     context: passed to every family's dumps as it is.
-    frame_split_size: payload frames larger than this are split into views (no copy);
+    frame_split_size: payload frames larger than this are split into views (no copy), each
+        a multiple of 16 bytes but the last (fastser's readers then keep them adjacent);
         loads joins them, without a copy when they arrive adjacent in one buffer.
     compression: None (default), "auto" (lz4, else zstd, else none), "lz4", "zstd" or
         "zlib". Payload frames (of Serialize/ToPickle payloads and of bytes-likes of

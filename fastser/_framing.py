@@ -11,7 +11,7 @@ from typing import Final, Optional
 
 from ._errors import FrameError
 from ._limits import DEFAULT_LIMITS, Limits
-from ._types import Frame, byte_view, nbytes
+from ._types import FRAME_ALIGNMENT, Frame, byte_view, nbytes
 
 WORD: Final = 8  # bytes per uint64 in the prelude
 COUNT: Final = struct.Struct("<Q")
@@ -19,6 +19,8 @@ COUNT: Final = struct.Struct("<Q")
 # before writing them (a cheap copy that saves a send call or an iovec per frame, and a
 # small TCP segment each). Larger frames are never copied.
 COALESCE_BYTES: Final = 64 * 2**10
+# What a reader writes between frames to start each at a multiple of FRAME_ALIGNMENT.
+ALIGNMENT_GAP: Final = bytes(FRAME_ALIGNMENT)
 
 
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
@@ -107,14 +109,72 @@ def frame_holding(lengths: Sequence[int], offset: int) -> str:
     return "the frames"
 
 
-def slice_frames(view: memoryview, start: int, lengths: Sequence[int]) -> list[memoryview]:
+def frame_layout(lengths: Sequence[int]) -> tuple[list[int], int]:
+    """Where each frame starts in a receive buffer, and the buffer's size: every frame at the
+    next multiple of FRAME_ALIGNMENT (an empty one where the one before ended). The gaps
+    add at most FRAME_ALIGNMENT - 1 bytes per frame, under twice its 8 bytes of prelude."""
+    offsets: list[int] = []
+    end = 0
+    for length in lengths:
+        if length:
+            end += -end % FRAME_ALIGNMENT
+        offsets.append(end)
+        end += length
+    return offsets, end
+
+
+def frame_runs(offsets: list[int], lengths: Sequence[int]) -> list[tuple[int, int]]:
+    """The (start, stop) spans of a receive buffer that frames laid out by frame_layout fill
+    without a gap between them: a reader fills each with one read (or a few)."""
+    runs: list[tuple[int, int]] = []
+    for index in range(len(offsets)):
+        length = lengths[index]
+        if not length:
+            continue
+        start = offsets[index]
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], start + length)
+        else:
+            runs.append((start, start + length))
+    return runs
+
+
+def slice_frames(view: memoryview, offsets: list[int],
+                 lengths: Sequence[int]) -> list[memoryview]:
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
-    offset = start
-    for length in lengths:
-        frames.append(view[offset:offset + length])
-        offset += length
+    for index in range(len(offsets)):
+        offset = offsets[index]
+        frames.append(view[offset:offset + lengths[index]])
     return frames
+
+
+def slice_runs(received: list[memoryview], runs: list[tuple[int, int]], offsets: list[int],
+               lengths: Sequence[int]) -> list[memoryview]:
+    """The frames, as slices of the buffers `received` for each of frame_runs' `runs` (a
+    reader that cannot read into a buffer of its own gets one buffer per run)."""
+    frames: list[memoryview] = []
+    run = 0
+    for index in range(len(offsets)):
+        length = lengths[index]
+        if not length:
+            frames.append(memoryview(b""))  # its own: a receiver may release it
+            continue
+        offset = offsets[index]
+        while runs[run][1] <= offset:
+            run += 1
+        start = offset - runs[run][0]
+        frames.append(received[run][start:start + length])
+    return frames
+
+
+def packed_offsets(start: int, lengths: Sequence[int]) -> list[int]:
+    """Where each frame starts in a stream that holds them end to end from `start`."""
+    offsets: list[int] = []
+    for length in lengths:
+        offsets.append(start)
+        start += length
+    return offsets
 
 
 def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
@@ -143,7 +203,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
         what = "truncated message" if start + total > size else "trailing bytes after message"
         raise FrameError(f"{what}: the prelude announces {count} frames of {total} bytes "
                          f"from byte {start}, the buffer holds {size - start} after the prelude")
-    return slice_frames(view, start, lengths)
+    return slice_frames(view, packed_offsets(start, lengths), lengths)
 
 
 class FrameReader:
@@ -155,8 +215,10 @@ class FrameReader:
         self.head = bytearray()  # the part of a prelude field received so far
         self.count = -1  # frame count of the current message, -1 until it is known
         self.lengths: tuple[int, ...] = ()
-        self.total = 0
-        self.body: Optional[bytearray] = None  # None until the prelude is complete
+        self.offsets: list[int] = []  # where each frame starts in body (frame_layout)
+        self.frame = 0  # the frame whose bytes come next
+        # None until the prelude is complete; grown as bytes arrive, never ahead of them.
+        self.body: Optional[bytearray] = None
         self.error: Optional[str] = None
 
     @property
@@ -169,7 +231,8 @@ class FrameReader:
         """Take the next bytes of the stream (of any length, even empty).
 
         Returns: the frames of every message these bytes complete, oldest first; each frame
-        a writeable 1-d memoryview of format "B" into a buffer owned by that message.
+        a writeable 1-d memoryview of format "B" into a buffer owned by that message,
+        starting at a multiple of 16 bytes in it.
         Raises: FrameError on a prelude beyond the reader's Limits, or if it raised before.
         """
         view = byte_view(data)
@@ -185,20 +248,40 @@ class FrameReader:
         messages: list[list[memoryview]] = []
         pos = 0
         end = view.nbytes
-        while pos < end:
+        while True:
             body = self.body
             if body is None:
+                if pos == end:
+                    break
                 pos = self.read_prelude(view, pos, end)
-            else:
-                take = min(self.total - len(body), end - pos)
-                body += view[pos:pos + take]
-                pos += take
-            body = self.body  # a message without payload bytes completes with its prelude
-            if body is not None and len(body) == self.total:
-                messages.append(slice_frames(memoryview(body), 0, self.lengths))
-                self.count = -1
-                self.body = None
+                body = self.body
+                if body is None:
+                    break  # the prelude continues in the next bytes
+            pos = self.fill(body, view, pos, end)
+            if self.frame < len(self.lengths):
+                break  # the frames continue in the next bytes
+            # Complete (a message without frame bytes completes with its prelude).
+            messages.append(slice_frames(memoryview(body), self.offsets, self.lengths))
+            self.count = -1
+            self.body = None
         return messages
+
+    def fill(self, body: bytearray, view: memoryview, pos: int, end: int) -> int:
+        """Append the stream's bytes from `pos` to `body`, each frame from its aligned
+        offset on, until the message or the bytes end; returns the position reached."""
+        lengths = self.lengths
+        frame = self.frame
+        while frame < len(lengths) and (pos < end or lengths[frame] == 0):
+            start = self.offsets[frame]
+            if len(body) < start:
+                body += ALIGNMENT_GAP[:start - len(body)]
+            take = min(start + lengths[frame] - len(body), end - pos)
+            body += view[pos:pos + take]
+            pos += take
+            if len(body) == start + lengths[frame]:
+                frame += 1
+        self.frame = frame
+        return pos
 
     def read_prelude(self, view: memoryview, pos: int, end: int) -> int:
         if self.count < 0:
@@ -213,7 +296,9 @@ class FrameReader:
             self.lengths = struct.unpack_from(f"<{self.count}Q", field, 0)
         else:
             self.lengths = ()
-        self.total = check_lengths(self.lengths, self.limits)
+        check_lengths(self.lengths, self.limits)
+        self.offsets = frame_layout(self.lengths)[0]
+        self.frame = 0
         self.body = bytearray()
         return pos
 

@@ -18,7 +18,7 @@ from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import FrameError, chained
 from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_holding,
-                       pack_frames_prelude, slice_frames)
+                       frame_layout, frame_runs, pack_frames_prelude, slice_frames)
 
 
 def iov_max() -> int:
@@ -133,15 +133,19 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
             raise truncated(where, reset)
         lengths = struct.unpack_from(f"<{count}Q", raw, 0)
     total = check_lengths(lengths, limits)
-    buf: Union[bytearray, mmap.mmap] = (bytearray(total) if total < MMAP_BYTES
-                                        else mmap.mmap(-1, total))
+    offsets, size = frame_layout(lengths)
+    buf: Union[bytearray, mmap.mmap] = (bytearray(size) if size < MMAP_BYTES
+                                        else mmap.mmap(-1, size))
     view = memoryview(buf)
-    got, reset = recv_full(sock, view)
-    if got < total:
-        where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
-        raise truncated(where, reset)
+    got = 0
+    for start, stop in frame_runs(offsets, lengths):  # each frame at an aligned offset
+        received, reset = recv_full(sock, view[start:stop])
+        got += received
+        if received < stop - start:
+            where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
+            raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
-    return decoder.loads(slice_frames(view, 0, lengths))
+    return decoder.loads(slice_frames(view, offsets, lengths))
 
 
 def recv_full(sock: socket.socket,

@@ -12,7 +12,7 @@ import ctypes
 from typing import Final, Optional, Union
 
 from ._buffers import buffer_address
-from ._types import MEMORYVIEW, Frame, byte_view, nbytes
+from ._types import FRAME_ALIGNMENT, MEMORYVIEW, Frame, byte_view, nbytes
 from ._wire import OUT_OF_BAND_BYTES
 
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
@@ -20,10 +20,13 @@ FrameRef = Union[Frame, int, list[int]]
 
 
 def split_frames(frame: Frame, split_size: int) -> list[Frame]:
-    """Pieces of at most `split_size` bytes, as views of `frame` (no copy)."""
+    """Pieces of at most `split_size` bytes, as views of `frame` (no copy). Each but the
+    last is a multiple of FRAME_ALIGNMENT bytes (unless split_size is less), so a reader
+    that aligns every frame lays the pieces end to end, and joins them without a copy."""
     view = byte_view(frame)
     total = view.nbytes
-    return [view[start:start + split_size] for start in range(0, total, split_size)]
+    piece = split_size - split_size % FRAME_ALIGNMENT or split_size
+    return [view[start:start + piece] for start in range(0, total, piece)]
 
 
 def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:

@@ -120,3 +120,31 @@ def check_large_arrays(msg: Any, sent: int) -> None:
             assert np.array_equal(array[start:start + 1000],
                                   np.arange(start, start + 1000, dtype=np.float64))
         assert array.sum() == items * (items - 1) / 2
+        assert array.flags.aligned and array.ctypes.data % 16 == 0
+
+
+# An odd-sized out-of-band payload, so that what follows it starts at an odd offset in the
+# stream; and a split size whose pieces would be odd too, were it not rounded down.
+ODD_BYTES = 65_537
+ODD_SPLIT_SIZE = 100_003
+
+
+def misaligning_message() -> tuple[Encoder, Any]:
+    """A message whose arrays the stream carries at odd offsets (after odd-sized frames), one
+    of them split into pieces: the readers must still hand every array over aligned."""
+    msg = {"odd": b"o" * ODD_BYTES, "f8": Serialize(np.arange(20_000, dtype=np.float64)),
+           "odd2": bytearray(b"p" * (ODD_BYTES + 2)),
+           "c16": Serialize(np.arange(50_000, dtype=np.complex128)),
+           "i4": Serialize(np.arange(33_333, dtype=np.int32))}
+    return Encoder(frame_split_size=ODD_SPLIT_SIZE), msg
+
+
+def check_aligned(received: Any) -> None:
+    """The arrays of misaligning_message arrived equal, aligned to 16 bytes in memory."""
+    for key, dtype, items in (("f8", np.float64, 20_000), ("c16", np.complex128, 50_000),
+                              ("i4", np.int32, 33_333)):
+        array = received[key]
+        assert np.array_equal(array, np.arange(items, dtype=dtype))
+        assert array.flags.aligned and array.ctypes.data % 16 == 0, key
+    assert received["odd"] == b"o" * ODD_BYTES
+    assert received["odd2"] == bytearray(b"p" * (ODD_BYTES + 2))

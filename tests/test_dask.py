@@ -135,6 +135,21 @@ def test_array_moves_worker_to_worker(client: Client, workers: list[str]) -> Non
     np.testing.assert_array_equal(moved.result(timeout=TIMEOUT), np.arange(1_000_000) * 2)
 
 
+def odd_bytes_then_array() -> tuple[bytes, Any]:
+    return b"o" * 65_537, np.arange(100_000, dtype=np.float64)  # the array after 65,537 bytes
+
+
+def array_is_aligned(pair: tuple[bytes, Any]) -> bool:
+    return bool(pair[1].flags.aligned) and pair[1].ctypes.data % 16 == 0
+
+
+def test_arrays_arrive_aligned_after_an_odd_frame(client: Client, workers: list[str]) -> None:
+    a, b = workers
+    pair = client.submit(odd_bytes_then_array, workers=[a], pure=False)
+    assert client.submit(array_is_aligned, pair, workers=[b]).result(timeout=TIMEOUT)
+    assert array_is_aligned(pair.result(timeout=TIMEOUT))
+
+
 @pytest.mark.parametrize("direct", [False, True])
 def test_gather(client: Client, direct: bool) -> None:
     futures = client.map(operator.neg, range(50), key=[f"neg-{direct}-{i}" for i in range(50)])

@@ -13,6 +13,8 @@ from strategies import examples, rounds
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
+from fastser._framing import frame_layout, frame_runs
+from fastser._split import address_of
 
 MiB = 2**20
 FRAME_LISTS: list[list[Frame]] = [
@@ -185,11 +187,57 @@ def test_reader_frames_are_writeable_and_share_one_buffer_per_message() -> None:
     for first, second in (FrameReader().feed(stream),
                           feed_raw_byte_by_byte(FrameReader(), stream)):
         owner = first[0].obj
-        assert type(owner) is bytearray and bytes(owner) == b"abcdefg"
+        # "defg" starts 16 bytes in: every frame starts at a multiple of 16 in its buffer.
+        assert type(owner) is bytearray and bytes(owner) == b"abc" + bytes(13) + b"defg"
         assert all(frame.obj is owner and not frame.readonly for frame in first)
         assert second[0].obj is not owner
         first[2][0:1] = b"D"  # writeable, and the write lands in the message's buffer
-        assert bytes(owner) == b"abcDefg"
+        assert bytes(owner) == b"abc" + bytes(13) + b"Defg"
+
+
+def test_frame_layout_aligns_every_frame_and_runs_join_what_follows_without_a_gap() -> None:
+    lengths = [3, 0, 16, 5, 0, 0, 100, 1]
+    offsets, size = frame_layout(lengths)
+    assert offsets == [0, 3, 16, 32, 37, 37, 48, 160] and size == 161
+    assert frame_runs(offsets, lengths) == [(0, 3), (16, 37), (48, 148), (160, 161)]
+    assert frame_layout([]) == ([], 0) and frame_runs([], []) == []
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(lengths=st.lists(st.integers(min_value=0, max_value=100), max_size=12))
+def test_frame_layout_properties(lengths: list[int]) -> None:
+    offsets, size = frame_layout(lengths)
+    end = 0
+    for offset, length in zip(offsets, lengths):
+        assert end <= offset < end + 16 and (offset % 16 == 0 or length == 0)
+        end = offset + length
+    assert size == end and size - sum(lengths) <= 15 * len(lengths)
+    covered = [(offset, offset + length) for offset, length in zip(offsets, lengths) if length]
+    runs = frame_runs(offsets, lengths)
+    assert [span for start, stop in runs for span in covered if start <= span[0] < stop] == covered
+    assert all(first[1] < second[0] for first, second in zip(runs, runs[1:]))
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(messages=st.lists(frame_lists, min_size=1, max_size=4), data=st.data())
+def test_reader_starts_every_frame_at_a_multiple_of_16(messages: list[list[bytes]],
+                                                       data: st.DataObject) -> None:
+    stream = b"".join(pack_frames(frames) for frames in messages)
+    reader = FrameReader()
+    received: list[list[memoryview]] = []
+    pos = 0
+    while pos < len(stream):
+        size = data.draw(st.integers(min_value=1, max_value=64))
+        received.extend(reader.feed(stream[pos:pos + size]))
+        pos += size
+    assert as_bytes(received) == messages
+    for frames in received:
+        base = address_of(memoryview(frames[0].obj)) if frames else 0
+        for frame in frames:
+            if frame.nbytes:
+                address = address_of(frame)
+                assert address is not None and base is not None
+                assert (address - base) % 16 == 0
 
 
 def test_reader_copies_the_fed_bytes() -> None:

@@ -19,9 +19,9 @@ import pytest
 
 from fastser import Decoder, Encoder, Frame, FrameError, Limits, dumps, pack_frames
 from strategies import rounds
-from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_compressed,
-                     check_large_arrays,
-                     compressed_messages, mutated, owner_of, peak_allocation, rss_bytes,
+from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_aligned,
+                     check_compressed, check_large_arrays, compressed_messages,
+                     misaligning_message, mutated, owner_of, peak_allocation, rss_bytes,
                      small_message, stream_to_mutate)
 
 from fastser._framing import COALESCE_BYTES, coalesce
@@ -105,6 +105,16 @@ def test_small_message_frames_are_writeable_views_of_one_bytearray() -> None:
     assert not view.readonly and array.flags.writeable
     view[0:1] = b"V"  # writes land in the receive buffer
     assert b"V" + b"v" * 99_999 in owner
+
+
+def test_arrays_arrive_aligned_after_odd_frames_and_split_pieces_stay_adjacent() -> None:
+    encoder, msg = misaligning_message()
+    with loopback() as (client, server):
+        with in_thread(lambda: send_msg(client, msg, encoder)):
+            received = recv_msg(server)
+    check_aligned(received)
+    # The complex array was split (into pieces of a multiple of 16 bytes): joined in place.
+    assert owner_of(received["c16"]) is owner_of(received["f8"])
 
 
 @dataclass

@@ -22,10 +22,13 @@ def pieces_of(buffer: Any, sizes: list[int]) -> list[Frame]:
 
 def test_split_frames_are_views_covering_the_frame() -> None:
     data = bytearray(range(256)) * 40
-    pieces = split_frames(data, 1000)
-    assert [len(p) for p in pieces] == [1000] * 10 + [240]
-    assert all(type(p) is memoryview and p.obj is data for p in pieces)
-    assert b"".join(pieces) == data
+    # At most 1000 bytes each, a multiple of 16 (FRAME_ALIGNMENT) but the last: readers
+    # that align every frame then lay the pieces end to end.
+    for split_size, sizes in ((1000, [992] * 10 + [320]), (1024, [1024] * 10), (10, [10] * 1024)):
+        pieces = split_frames(data, split_size)
+        assert [len(p) for p in pieces] == sizes
+        assert all(type(p) is memoryview and p.obj is data for p in pieces)
+        assert b"".join(pieces) == data
 
 
 def test_adjacent_pieces_of_one_buffer_join_as_a_view() -> None:
