@@ -28,7 +28,7 @@ from ._serialize import (builtin_pickle, check_families, deserialize_within,
 from ._task import TaskNames, build_task, tail_start
 from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
+                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
                     EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
                     EXT_MAP_MARK, EXT_TASK_MAP, EXT_TASK_PICKLED_MARK,
@@ -117,11 +117,12 @@ class Decoder:
         # maps of scalars), and only a header they say may nest too deep is walked. The
         # scan cannot see into bytes that became values (state.unscanned): a message
         # holding any is walked, keys included (an opened payload may be a key). A task map
-        # nests TASK_MAP_DEPTH levels where the scan sees an extension type: with one, the
-        # scan's budget is that much less, and under TASK_MAP_DEPTH the walk decides (the
-        # scan checks a budget only where it meets a container, and a task map may be the
-        # whole message). msgpack itself stops at 1024 levels.
-        budget = max_depth - TASK_MAP_DEPTH if state.task_maps else max_depth
+        # (or a list of bytes frames) nests up to TASK_MAP_DEPTH levels where the scan sees
+        # an extension type: with one, the scan's budget is that much less, and under
+        # TASK_MAP_DEPTH the walk decides (the scan checks a budget only where it meets a
+        # container, and a task map may be the whole message). msgpack itself stops at 1024
+        # levels.
+        budget = max_depth - TASK_MAP_DEPTH if state.ext_containers else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
                 (state.unscanned > 0 or budget < 0 or
                  header_nests_deeper(bytes_of(cast(Frame, body)), budget)) \
@@ -144,7 +145,9 @@ class DecodeState:
         # version 1's nested tuple payloads, payloads opened by a family or the factory.
         self.unscanned = 0
         self.arrays = 0  # arrays decoded, each seen by list_hook (or counted in a task map)
-        self.task_maps = 0
+        # Task maps and lists of bytes frames: containers where the header shows an
+        # extension type, nesting at most TASK_MAP_DEPTH levels.
+        self.ext_containers = 0
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
@@ -232,7 +235,7 @@ class DecodeState:
         """A version 6 task map: msgpack [[key, ...], [task, ...]], each task the array of an
         inline task with nil in place of its mark (the leading slot task() expects)."""
         keys, tasks = task_map_parts(unpack_plain(data))
-        self.task_maps += 1
+        self.ext_containers += 1
         self.arrays += 3 + len(tasks)  # for the depth bound in loads: arrays take bytes
         out: dict[str, Any] = {}
         for index in range(len(keys)):
@@ -283,6 +286,8 @@ class DecodeState:
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
+        if code == EXT_BYTES_FRAMES:
+            return self.bytes_frames(data)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
         if code == EXT_SET:
@@ -299,6 +304,17 @@ class DecodeState:
         if code == EXT_MEMORYVIEW_FRAME:
             return byte_view(self.payload().raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
+
+    def bytes_frames(self, data: bytes) -> list[bytes]:
+        """A version 7 list of bytes values, one per payload frame of the run it names."""
+        ref = unpack_plain(data)
+        if type(ref) is not list or len(ref) != 2 or type(ref[0]) is not int or \
+                type(ref[1]) is not int:
+            raise DeserializationError(
+                f"a list of bytes frames names {ref!r}, not [first frame, count]")
+        self.ext_containers += 1
+        self.arrays += 1  # for the depth bound in loads: it takes bytes of the header
+        return [bytes_of(frame) for frame in self.payload().run(ref[0], ref[1])]
 
     def pickle_record(self, code: int, data: bytes) -> Any:
         """A version 4 record of one inline pickle: as [mark, {"serializer": "pickle"},

@@ -30,11 +30,11 @@ from ._registry import REGISTRY
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
                          check_families, check_on_error, error_payload, pickle_directly,
                          serialize_with)
-from ._split import add_frame, frame_refs
+from ._split import add_bytes_frames, add_frame, frame_refs
 from ._task import FunctionTable, task_fields_of
 from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
+                    EXT_BYTES_FRAMES, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
                     EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, FORM_TASK,
                     HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER, OUT_OF_BAND_BYTES,
                     PICKLE_FAMILY, WIRE_VERSION)
@@ -221,6 +221,12 @@ class Encoder:
         return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
+        if len(obj) > 1 and self.compression is None:
+            first = obj[0]
+            if type(first) is bytes and len(first) >= OUT_OF_BAND_BYTES:
+                run = add_bytes_frames(obj, state.frames, self.frame_split_size)
+                if run is not None:
+                    return ext(EXT_BYTES_FRAMES, state.pack_nested(run))
         out: Optional[list[Any]] = None
         index = 0
         for item in obj:

@@ -87,12 +87,7 @@ class PayloadFrames:
             return self.frames[ref]
         if type(ref) is list and len(ref) == 2 and type(ref[0]) is int and type(ref[1]) is int:
             start, pieces = ref[0], ref[1]
-            if not (0 < start and 0 < pieces and start + pieces <= count):
-                raise DeserializationError(
-                    f"the header names {pieces} pieces from payload frame {start}, but the "
-                    f"message has {count} frames (0 is the header)")
-            self.claim(start, pieces)
-            parts = self.frames[start:start + pieces]
+            parts = self.run(start, pieces)
             size = 0
             for part in parts:
                 size += nbytes(part)
@@ -103,6 +98,17 @@ class PayloadFrames:
                     f"Limits.max_frame_bytes={limit}")
             return merge_frames(parts)
         raise DeserializationError(f"bad frame reference {ref!r}")
+
+    def run(self, start: int, count: int) -> list[Frame]:
+        """The `count` payload frames from `start` on (the pieces of a split frame, or the
+        values of a list of bytes), each claimed."""
+        frames = self.frames
+        if not (0 < start and 0 < count and start + count <= len(frames)):
+            raise DeserializationError(
+                f"the header names {count} frames from payload frame {start}, but the "
+                f"message has {len(frames)} frames (0 is the header)")
+        self.claim(start, count)
+        return frames[start:start + count]
 
     def check_all_named(self) -> None:
         """Raise unless the header named every payload frame: the frames of two messages

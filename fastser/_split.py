@@ -9,7 +9,7 @@ pieces scattered over several buffers are copied into a new bytearray.
 """
 
 import ctypes
-from typing import Final, Optional, Union
+from typing import Final, Optional, Union, cast
 
 from ._buffers import buffer_address
 from ._types import FRAME_ALIGNMENT, MEMORYVIEW, Frame, byte_view, nbytes
@@ -39,6 +39,22 @@ def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:
         return [start, len(pieces)]
     frames.append(frame)
     return len(frames) - 1
+
+
+def add_bytes_frames(items: list[object], frames: list[Frame],
+                     split_size: int) -> Optional[list[int]]:
+    """Append `items` to the message's `frames` if every one is a bytes value that travels
+    out of band whole (not split), and return [first frame, count]; else None, appending
+    nothing (the list is then encoded item by item)."""
+    for item in items:
+        if type(item) is not bytes:
+            return None
+        size = len(item)
+        if size < OUT_OF_BAND_BYTES or size > split_size:
+            return None
+    start = len(frames)
+    frames.extend(cast(list[Frame], items))  # zero-copy: the caller's bytes are the frames
+    return [start, len(items)]
 
 
 def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> list[FrameRef]:

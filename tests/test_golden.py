@@ -54,6 +54,10 @@ def messages() -> dict[str, Any]:
         # Version 6: a map of 32 or more entries is an array led by its mark.
         "large_maps": {"str keys": {f"key-{i}": [i, (i, "t")] for i in range(40)},
                        "other keys": {("x", i): {i: b"v"} for i in range(32)}},
+        # Version 7: a list of large bytes values is one extension type naming their frames
+        # (a list of one, or holding anything else, is written item by item).
+        "bytes_lists": {"blobs": [b"a" * 65_536, b"b" * 65_537], "one": [b"c" * 65_536],
+                        "mixed": [b"d" * 65_536, b"small"]},
     }
 
 
