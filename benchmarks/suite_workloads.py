@@ -152,7 +152,8 @@ def received_one_buffer(frames: list[Any]) -> list[memoryview]:
     writeable slices of one buffer the whole message was received into, each at a 16-byte
     aligned offset, so the pieces of a split payload are adjacent. Made by fastser's own
     FrameReader from the framed stream. Also used for pickle's data + out-of-band buffers."""
-    [received] = fastser.FrameReader().feed(fastser.pack_frames(frames))
+    views = [byte_view(frame) for frame in frames]  # pickle's PickleBuffers too
+    [received] = fastser.FrameReader().feed(fastser.pack_frames(views))
     return received
 
 
