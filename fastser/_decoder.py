@@ -28,13 +28,13 @@ from ._serialize import (builtin_pickle, check_families, deserialize_within,
 from ._task import TaskNames, build_task, tail_start
 from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
-                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK,
-                    EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK,
-                    EXT_MAP_MARK, EXT_TASK_MAP, EXT_TASK_PICKLED_MARK,
-                    EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK, TASK_MAP_DEPTH,
-                    FORM_TASK, HEADER_FORM, HEADER_SERIALIZER,
-                    MAX_NESTED_EXT, PICKLE_FAMILY)
+                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MAP_MARK,
+                    EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
+                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK, EXT_SERIALIZED,
+                    EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK, EXT_TASK_MAP,
+                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK,
+                    FORM_TASK, HEADER_FORM, HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY,
+                    TASK_MAP_DEPTH)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]

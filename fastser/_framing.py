@@ -11,7 +11,7 @@ from typing import Final, Optional
 
 from ._errors import FrameError
 from ._limits import DEFAULT_LIMITS, Limits
-from ._types import FRAME_ALIGNMENT, Frame, byte_view, nbytes
+from ._types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 
 WORD: Final = 8  # bytes per uint64 in the prelude
 COUNT: Final = struct.Struct("<Q")
@@ -19,8 +19,9 @@ COUNT: Final = struct.Struct("<Q")
 # before writing them (a cheap copy that saves a send call or an iovec per frame, and a
 # small TCP segment each). Larger frames are never copied.
 COALESCE_BYTES: Final = 64 * 2**10
-# What a reader writes between frames to start each at a multiple of FRAME_ALIGNMENT.
-ALIGNMENT_GAP: Final = bytes(FRAME_ALIGNMENT)
+# What a reader writes between frames to start each at a multiple of FRAME_ALIGNMENT:
+# ALIGNMENT_GAPS[n] is a gap of n bytes (made once, not per frame).
+ALIGNMENT_GAPS: Final = tuple(bytes(size) for size in range(FRAME_ALIGNMENT))
 
 
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
@@ -109,72 +110,85 @@ def frame_holding(lengths: Sequence[int], offset: int) -> str:
     return "the frames"
 
 
-def frame_layout(lengths: Sequence[int]) -> tuple[list[int], int]:
-    """Where each frame starts in a receive buffer, and the buffer's size: every frame at the
-    next multiple of FRAME_ALIGNMENT (an empty one where the one before ended). The gaps
-    add at most FRAME_ALIGNMENT - 1 bytes per frame, under twice its 8 bytes of prelude."""
+def frame_layout(lengths: Sequence[int]) -> tuple[Optional[list[int]], int]:
+    """Where each frame starts in a receive buffer, and the buffer's size: a frame of
+    ALIGNED_FRAME_BYTES or more at the next multiple of FRAME_ALIGNMENT, a smaller one where
+    the one before ended. A gap adds less than FRAME_ALIGNMENT bytes to a large frame.
+    The offsets are None when no frame needs a gap and the frames lie end to end: most
+    messages, and any stream of small frames, for which a list of offsets would be most of
+    the reader's work."""
+    end = 0
+    for length in lengths:
+        if length >= ALIGNED_FRAME_BYTES and end % FRAME_ALIGNMENT:
+            break
+        end += length
+    else:
+        return None, end
     offsets: list[int] = []
     end = 0
     for length in lengths:
-        if length:
+        if length >= ALIGNED_FRAME_BYTES:
             end += -end % FRAME_ALIGNMENT
         offsets.append(end)
         end += length
     return offsets, end
 
 
-def frame_runs(offsets: list[int], lengths: Sequence[int]) -> list[tuple[int, int]]:
+def frame_runs(offsets: Optional[list[int]], lengths: Sequence[int]) -> list[tuple[int, int]]:
     """The (start, stop) spans of a receive buffer that frames laid out by frame_layout fill
     without a gap between them: a reader fills each with one read (or a few)."""
     runs: list[tuple[int, int]] = []
-    for index in range(len(offsets)):
-        length = lengths[index]
+    end = 0
+    index = 0
+    for length in lengths:
+        start = end if offsets is None else offsets[index]
+        index += 1
+        end = start + length
         if not length:
             continue
-        start = offsets[index]
         if runs and runs[-1][1] == start:
-            runs[-1] = (runs[-1][0], start + length)
+            runs[-1] = (runs[-1][0], end)
         else:
-            runs.append((start, start + length))
+            runs.append((start, end))
     return runs
 
 
-def slice_frames(view: memoryview, offsets: list[int],
-                 lengths: Sequence[int]) -> list[memoryview]:
+def slice_frames(view: memoryview, lengths: Sequence[int], offsets: Optional[list[int]] = None,
+                 start: int = 0) -> list[memoryview]:
+    """The frames as slices of `view`: at `offsets` (frame_layout's), or without them end to
+    end from `start`."""
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
-    for index in range(len(offsets)):
-        offset = offsets[index]
-        frames.append(view[offset:offset + lengths[index]])
+    index = 0
+    for length in lengths:
+        if offsets is not None:
+            start = offsets[index]
+            index += 1
+        frames.append(view[start:start + length])
+        start += length
     return frames
 
 
-def slice_runs(received: list[memoryview], runs: list[tuple[int, int]], offsets: list[int],
-               lengths: Sequence[int]) -> list[memoryview]:
+def slice_runs(received: list[memoryview], runs: list[tuple[int, int]],
+               offsets: Optional[list[int]], lengths: Sequence[int]) -> list[memoryview]:
     """The frames, as slices of the buffers `received` for each of frame_runs' `runs` (a
     reader that cannot read into a buffer of its own gets one buffer per run)."""
     frames: list[memoryview] = []
     run = 0
-    for index in range(len(offsets)):
-        length = lengths[index]
+    end = 0
+    index = 0
+    for length in lengths:
+        offset = end if offsets is None else offsets[index]
+        index += 1
+        end = offset + length
         if not length:
             frames.append(memoryview(b""))  # its own: a receiver may release it
             continue
-        offset = offsets[index]
         while runs[run][1] <= offset:
             run += 1
         start = offset - runs[run][0]
         frames.append(received[run][start:start + length])
     return frames
-
-
-def packed_offsets(start: int, lengths: Sequence[int]) -> list[int]:
-    """Where each frame starts in a stream that holds them end to end from `start`."""
-    offsets: list[int] = []
-    for length in lengths:
-        offsets.append(start)
-        start += length
-    return offsets
 
 
 def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
@@ -203,7 +217,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
         what = "truncated message" if start + total > size else "trailing bytes after message"
         raise FrameError(f"{what}: the prelude announces {count} frames of {total} bytes "
                          f"from byte {start}, the buffer holds {size - start} after the prelude")
-    return slice_frames(view, packed_offsets(start, lengths), lengths)
+    return slice_frames(view, lengths, start=start)
 
 
 class FrameReader:
@@ -215,8 +229,14 @@ class FrameReader:
         self.head = bytearray()  # the part of a prelude field received so far
         self.count = -1  # frame count of the current message, -1 until it is known
         self.lengths: tuple[int, ...] = ()
-        self.offsets: list[int] = []  # where each frame starts in body (frame_layout)
-        self.frame = 0  # the frame whose bytes come next
+        # Where each frame starts in body (frame_layout's: None when end to end).
+        self.offsets: Optional[list[int]] = None
+        # The run whose bytes come next: frames `frame` to `last` - 1, which follow one
+        # another without a gap and end at `stop` in body (appended in one go).
+        self.frame = 0
+        self.last = 0
+        self.stop = 0
+        self.total = 0  # the size of body once the message is complete
         # None until the prelude is complete; grown as bytes arrive, never ahead of them.
         self.body: Optional[bytearray] = None
         self.error: Optional[str] = None
@@ -231,8 +251,8 @@ class FrameReader:
         """Take the next bytes of the stream (of any length, even empty).
 
         Returns: the frames of every message these bytes complete, oldest first; each frame
-        a writeable 1-d memoryview of format "B" into a buffer owned by that message,
-        starting at a multiple of 16 bytes in it.
+        a writeable 1-d memoryview of format "B" into a buffer owned by that message (a
+        frame of 64 KiB or more starting at a multiple of 16 bytes in it).
         Raises: FrameError on a prelude beyond the reader's Limits, or if it raised before.
         """
         view = byte_view(data)
@@ -261,27 +281,49 @@ class FrameReader:
             if self.frame < len(self.lengths):
                 break  # the frames continue in the next bytes
             # Complete (a message without frame bytes completes with its prelude).
-            messages.append(slice_frames(memoryview(body), self.offsets, self.lengths))
+            messages.append(slice_frames(memoryview(body), self.lengths, self.offsets))
             self.count = -1
             self.body = None
         return messages
 
     def fill(self, body: bytearray, view: memoryview, pos: int, end: int) -> int:
-        """Append the stream's bytes from `pos` to `body`, each frame from its aligned
-        offset on, until the message or the bytes end; returns the position reached."""
-        lengths = self.lengths
-        frame = self.frame
-        while frame < len(lengths) and (pos < end or lengths[frame] == 0):
-            start = self.offsets[frame]
-            if len(body) < start:
-                body += ALIGNMENT_GAP[:start - len(body)]
-            take = min(start + lengths[frame] - len(body), end - pos)
-            body += view[pos:pos + take]
-            pos += take
-            if len(body) == start + lengths[frame]:
-                frame += 1
-        self.frame = frame
+        """Append the stream's bytes from `pos` to `body`, each run of frames from its
+        aligned offset on (one append per run, not per frame), until the message or the
+        bytes end; returns the position reached."""
+        while self.frame < len(self.lengths):
+            stop = self.stop
+            if len(body) < stop:
+                if pos == end:
+                    break
+                offsets = self.offsets
+                start = len(body) if offsets is None else offsets[self.frame]
+                if len(body) < start:
+                    body += ALIGNMENT_GAPS[start - len(body)]
+                take = min(stop - len(body), end - pos)
+                body += view[pos:pos + take]
+                pos += take
+                if len(body) < stop:
+                    break
+            self.next_run(self.last)
         return pos
+
+    def next_run(self, frame: int) -> None:
+        """Make `frame`, with the frames after it that follow it without a gap, the run
+        whose bytes come next."""
+        offsets = self.offsets
+        lengths = self.lengths
+        self.frame = frame
+        if offsets is None:  # end to end: one run
+            self.last = len(lengths)
+            self.stop = self.total
+        elif frame < len(lengths):
+            stop = offsets[frame] + lengths[frame]
+            last = frame + 1
+            while last < len(lengths) and offsets[last] == stop:
+                stop += lengths[last]
+                last += 1
+            self.last = last
+            self.stop = stop
 
     def read_prelude(self, view: memoryview, pos: int, end: int) -> int:
         if self.count < 0:
@@ -297,8 +339,8 @@ class FrameReader:
         else:
             self.lengths = ()
         check_lengths(self.lengths, self.limits)
-        self.offsets = frame_layout(self.lengths)[0]
-        self.frame = 0
+        self.offsets, self.total = frame_layout(self.lengths)
+        self.next_run(0)
         self.body = bytearray()
         return pos
 

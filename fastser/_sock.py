@@ -145,7 +145,7 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
             where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
             raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
-    return decoder.loads(slice_frames(view, offsets, lengths))
+    return decoder.loads(slice_frames(view, lengths, offsets))
 
 
 def recv_full(sock: socket.socket,

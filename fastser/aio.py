@@ -52,12 +52,12 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
     Returns
     -------
     The message. Its frames arrive in a few bytes objects (one readexactly per run of frames
-    that follow one another without a gap; a gap of under 16 bytes starts each frame at a
-    multiple of 16, so received numpy arrays are aligned): the StreamReader copies each
-    payload once, and nothing copies it again — so received numpy arrays and memoryviews
-    are read-only views of those bytes objects, and the pieces of a split payload are
-    joined without a copy; bytes and bytearray values are copied out of them, as their
-    types require.
+    that follow one another without a gap; a gap of under 16 bytes starts each frame of
+    64 KiB or more at a multiple of 16, so received numpy arrays are aligned): the
+    StreamReader copies each payload once, and nothing copies it again — so received numpy
+    arrays and memoryviews are read-only views of those bytes objects, and the pieces of a
+    split payload are joined without a copy; bytes and bytearray values are copied out of
+    them, as their types require.
 
     Raises
     ------

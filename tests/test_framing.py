@@ -17,6 +17,7 @@ from fastser._framing import frame_layout, frame_runs
 from fastser._split import address_of
 
 MiB = 2**20
+KiB64 = 2**16  # frames of this size or more start aligned (_types.ALIGNED_FRAME_BYTES)
 FRAME_LISTS: list[list[Frame]] = [
     [], [b""], [b"abc"], [b"", b"", b""], [b"\x00" * 1000, b"x", b""],
     [b"a", bytearray(b"bc"), memoryview(b"def")], [bytes(range(256)) * 300, b"tail"],
@@ -187,29 +188,43 @@ def test_reader_frames_are_writeable_and_share_one_buffer_per_message() -> None:
     for first, second in (FrameReader().feed(stream),
                           feed_raw_byte_by_byte(FrameReader(), stream)):
         owner = first[0].obj
-        # "defg" starts 16 bytes in: every frame starts at a multiple of 16 in its buffer.
-        assert type(owner) is bytearray and bytes(owner) == b"abc" + bytes(13) + b"defg"
+        assert type(owner) is bytearray and bytes(owner) == b"abcdefg"  # small: end to end
         assert all(frame.obj is owner and not frame.readonly for frame in first)
         assert second[0].obj is not owner
         first[2][0:1] = b"D"  # writeable, and the write lands in the message's buffer
-        assert bytes(owner) == b"abc" + bytes(13) + b"Defg"
+        assert bytes(owner) == b"abcDefg"
 
 
 def test_frame_layout_aligns_every_frame_and_runs_join_what_follows_without_a_gap() -> None:
-    lengths = [3, 0, 16, 5, 0, 0, 100, 1]
+    # Frames of 64 KiB or more start at a multiple of 16; smaller ones where the last ended.
+    lengths = [3, 0, KiB64, 5, 0, 0, KiB64 + 76, 1]
     offsets, size = frame_layout(lengths)
-    assert offsets == [0, 3, 16, 32, 37, 37, 48, 160] and size == 161
-    assert frame_runs(offsets, lengths) == [(0, 3), (16, 37), (48, 148), (160, 161)]
-    assert frame_layout([]) == ([], 0) and frame_runs([], []) == []
+    assert offsets == [0, 3, 16, 16 + KiB64, 21 + KiB64, 21 + KiB64, 32 + KiB64,
+                       108 + 2 * KiB64] and size == 109 + 2 * KiB64
+    assert frame_runs(offsets, lengths) == [(0, 3), (16, 21 + KiB64),
+                                            (32 + KiB64, 109 + 2 * KiB64)]
+    # Without a gap to leave, no offsets: the frames lie end to end.
+    assert frame_layout([]) == (None, 0) and frame_runs(None, []) == []
+    assert frame_layout([KiB64, 3, 0, 5]) == (None, KiB64 + 8)
+    assert frame_runs(None, [KiB64, 3, 0, 5]) == [(0, KiB64 + 8)]
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(lengths=st.lists(st.integers(min_value=0, max_value=100), max_size=12))
+@given(lengths=st.lists(st.sampled_from([0, 1, 15, 16, 17, KiB64 - 1, KiB64, KiB64 + 1,
+                                         2 * KiB64]), max_size=12))
 def test_frame_layout_properties(lengths: list[int]) -> None:
     offsets, size = frame_layout(lengths)
+    if offsets is None:
+        assert size == sum(lengths)
+        ends = [sum(lengths[:index]) for index in range(len(lengths))]
+        assert all(end % 16 == 0 for end, length in zip(ends, lengths) if length >= KiB64)
+        offsets = ends
     end = 0
     for offset, length in zip(offsets, lengths):
-        assert end <= offset < end + 16 and (offset % 16 == 0 or length == 0)
+        if length >= KiB64:
+            assert end <= offset < end + 16 and offset % 16 == 0
+        else:
+            assert offset == end
         end = offset + length
     assert size == end and size - sum(lengths) <= 15 * len(lengths)
     covered = [(offset, offset + length) for offset, length in zip(offsets, lengths) if length]
@@ -219,22 +234,24 @@ def test_frame_layout_properties(lengths: list[int]) -> None:
 
 
 @settings(max_examples=examples(100), deadline=None)
-@given(messages=st.lists(frame_lists, min_size=1, max_size=4), data=st.data())
-def test_reader_starts_every_frame_at_a_multiple_of_16(messages: list[list[bytes]],
-                                                       data: st.DataObject) -> None:
+@given(messages=st.lists(st.lists(st.sampled_from([0, 1, 7, KiB64 - 1, KiB64, KiB64 + 7]).map(
+    lambda size: bytes(range(256)) * (size // 256) + b"x" * (size % 256)), max_size=4),
+    min_size=1, max_size=3), data=st.data())
+def test_reader_starts_every_frame_of_64_kib_at_a_multiple_of_16(
+        messages: list[list[bytes]], data: st.DataObject) -> None:
     stream = b"".join(pack_frames(frames) for frames in messages)
     reader = FrameReader()
     received: list[list[memoryview]] = []
     pos = 0
     while pos < len(stream):
-        size = data.draw(st.integers(min_value=1, max_value=64))
+        size = data.draw(st.integers(min_value=1, max_value=70_000))
         received.extend(reader.feed(stream[pos:pos + size]))
         pos += size
     assert as_bytes(received) == messages
     for frames in received:
         base = address_of(memoryview(frames[0].obj)) if frames else 0
         for frame in frames:
-            if frame.nbytes:
+            if frame.nbytes >= KiB64:
                 address = address_of(frame)
                 assert address is not None and base is not None
                 assert (address - base) % 16 == 0
