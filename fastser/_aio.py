@@ -65,11 +65,10 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
                     f"{WORD + size} bytes received ({count} frame lengths announced)"), exc)
             lengths = struct.unpack_from(f"<{count}Q", raw, 0)
         total = check_lengths(lengths, limits)
-        offsets, _ = frame_layout(lengths)
-        runs = frame_runs(offsets, lengths)
         received: list[memoryview] = []
         got = 0
-        for start, stop in runs:  # one bytes object per run: each starts 16-byte aligned
+        for start, stop in frame_runs(frame_layout(lengths)[0], lengths):
+            # One bytes object per run of frames: each starts 16-byte aligned in memory.
             try:
                 received.append(memoryview(await reader.readexactly(stop - start)))
             except asyncio.IncompleteReadError as exc:
@@ -81,4 +80,4 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
     except ConnectionResetError as exc:
         raise chained(FrameError("the connection was reset inside a message"), exc)
     # Zero-copy: the frames are slices of the bytes objects the StreamReader returned.
-    return decoder.loads(slice_runs(received, runs, offsets, lengths))
+    return decoder.loads(slice_runs(received, lengths))

@@ -169,25 +169,22 @@ def slice_frames(view: memoryview, lengths: Sequence[int], offsets: Optional[lis
     return frames
 
 
-def slice_runs(received: list[memoryview], runs: list[tuple[int, int]],
-               offsets: Optional[list[int]], lengths: Sequence[int]) -> list[memoryview]:
-    """The frames, as slices of the buffers `received` for each of frame_runs' `runs` (a
-    reader that cannot read into a buffer of its own gets one buffer per run)."""
+def slice_runs(received: list[memoryview], lengths: Sequence[int]) -> list[memoryview]:
+    """The frames, as slices of `received`: one buffer per run of frame_runs, in order (for
+    a reader that cannot read into a buffer of its own). A run holds the next non-empty
+    frames end to end, exactly."""
     frames: list[memoryview] = []
-    run = 0
-    end = 0
-    index = 0
+    run = -1
+    pos = 0
     for length in lengths:
-        offset = end if offsets is None else offsets[index]
-        index += 1
-        end = offset + length
         if not length:
             frames.append(memoryview(b""))  # its own: a receiver may release it
             continue
-        while runs[run][1] <= offset:
+        if run < 0 or pos == received[run].nbytes:
             run += 1
-        start = offset - runs[run][0]
-        frames.append(received[run][start:start + length])
+            pos = 0
+        frames.append(received[run][pos:pos + length])
+        pos += length
     return frames
 
 

@@ -13,7 +13,7 @@ from strategies import examples, rounds
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
-from fastser._framing import frame_layout, frame_runs
+from fastser._framing import frame_layout, frame_runs, slice_runs
 from fastser._split import address_of
 
 MiB = 2**20
@@ -207,6 +207,21 @@ def test_frame_layout_aligns_every_frame_and_runs_join_what_follows_without_a_ga
     assert frame_layout([]) == (None, 0) and frame_runs(None, []) == []
     assert frame_layout([KiB64, 3, 0, 5]) == (None, KiB64 + 8)
     assert frame_runs(None, [KiB64, 3, 0, 5]) == [(0, KiB64 + 8)]
+
+
+def test_frames_read_run_by_run_are_sliced_from_their_runs() -> None:
+    frames = [b"h" * 5, b"", b"a" * KiB64, b"b" * 3, b"", b"c" * KiB64, b""]
+    lengths = [len(frame) for frame in frames]
+    runs = frame_runs(frame_layout(lengths)[0], lengths)
+    assert [stop - start for start, stop in runs] == [5, KiB64 + 3, KiB64]
+    stream = b"".join(frames)
+    received, pos = [], 0
+    for start, stop in runs:  # what a reader that reads each run into its own buffer has
+        received.append(memoryview(stream[pos:pos + stop - start]))
+        pos += stop - start
+    sliced = slice_runs(received, lengths)
+    assert [bytes(frame) for frame in sliced] == frames
+    assert sliced[5].obj is received[2].obj and sliced[3].obj is received[1].obj
 
 
 @settings(max_examples=examples(200), deadline=None)
