@@ -15,7 +15,7 @@ from ._decoder import Decoder
 from ._encoder import Encoder
 from ._errors import FrameError, chained
 from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_holding,
-                       frame_layout, frame_runs, pack_frames_prelude, slice_runs)
+                       frame_runs, pack_frames_prelude, slice_runs)
 
 # write_msg waits for the transport to drain once this many bytes were handed to it (after
 # each frame of this size or more, at the latest), so the transport buffers about one large
@@ -67,7 +67,7 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
         total = check_lengths(lengths, limits)
         received: list[memoryview] = []
         got = 0
-        for start, stop in frame_runs(frame_layout(lengths)[0], lengths):
+        for start, stop in frame_runs(lengths):
             # One bytes object per run of frames: each starts 16-byte aligned in memory.
             try:
                 received.append(memoryview(await reader.readexactly(stop - start)))

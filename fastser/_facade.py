@@ -366,7 +366,8 @@ CLASS_DOCS: dict[type, str] = {
 
     .feed(data) takes the next bytes (any length) and returns the frames of every message
     they complete, oldest first, as writeable 1-d byte memoryviews; the frames of one
-    message are adjacent in one buffer that it owns. The buffer grows with the bytes that
+    message lie in one buffer that it owns, end to end but for a gap of under 16 bytes
+    before each frame of 64 KiB or more that aligns it. The buffer grows with the bytes that
     arrive, never ahead of them, so a prelude announcing gigabytes costs nothing until they
     come. .pending is True inside an incomplete message. Limits are checked before use;
     after feed has raised FrameError once, every later feed raises FrameError too.""",

@@ -110,39 +110,35 @@ def frame_holding(lengths: Sequence[int], offset: int) -> str:
     return "the frames"
 
 
-def frame_layout(lengths: Sequence[int]) -> tuple[Optional[list[int]], int]:
-    """Where each frame starts in a receive buffer, and the buffer's size: a frame of
-    ALIGNED_FRAME_BYTES or more at the next multiple of FRAME_ALIGNMENT, a smaller one where
-    the one before ended. A gap adds less than FRAME_ALIGNMENT bytes to a large frame.
-    The offsets are None when no frame needs a gap and the frames lie end to end: most
-    messages, and any stream of small frames, for which a list of offsets would be most of
-    the reader's work."""
-    end = 0
-    for length in lengths:
-        if length >= ALIGNED_FRAME_BYTES and end % FRAME_ALIGNMENT:
-            break
-        end += length
-    else:
-        return None, end
-    offsets: list[int] = []
-    end = 0
-    for length in lengths:
-        if length >= ALIGNED_FRAME_BYTES:
-            end += -end % FRAME_ALIGNMENT
-        offsets.append(end)
-        end += length
-    return offsets, end
+def frame_start(end: int, length: int) -> int:
+    """Where a frame of `length` bytes starts in a receive buffer whose frames so far end at
+    `end`: at the next multiple of FRAME_ALIGNMENT if it is ALIGNED_FRAME_BYTES or more
+    (a gap of less than FRAME_ALIGNMENT bytes), else right at `end`. The one rule of every
+    reader's layout: nothing stores a frame's offset, each recomputes it from the lengths."""
+    if length >= ALIGNED_FRAME_BYTES:
+        return end + -end % FRAME_ALIGNMENT
+    return end
 
 
-def frame_runs(offsets: Optional[list[int]], lengths: Sequence[int]) -> list[tuple[int, int]]:
-    """The (start, stop) spans of a receive buffer that frames laid out by frame_layout fill
+def frame_layout(lengths: Sequence[int]) -> tuple[bool, int]:
+    """Whether a receive buffer laid out by frame_start has gaps, and its size."""
+    gaps = False
+    end = 0
+    for length in lengths:
+        start = frame_start(end, length)
+        if start != end:
+            gaps = True
+        end = start + length
+    return gaps, end
+
+
+def frame_runs(lengths: Sequence[int]) -> list[tuple[int, int]]:
+    """The (start, stop) spans of a receive buffer laid out by frame_start that frames fill
     without a gap between them: a reader fills each with one read (or a few)."""
     runs: list[tuple[int, int]] = []
     end = 0
-    index = 0
     for length in lengths:
-        start = end if offsets is None else offsets[index]
-        index += 1
+        start = frame_start(end, length)
         end = start + length
         if not length:
             continue
@@ -153,17 +149,15 @@ def frame_runs(offsets: Optional[list[int]], lengths: Sequence[int]) -> list[tup
     return runs
 
 
-def slice_frames(view: memoryview, lengths: Sequence[int], offsets: Optional[list[int]] = None,
-                 start: int = 0) -> list[memoryview]:
-    """The frames as slices of `view`: at `offsets` (frame_layout's), or without them end to
-    end from `start`."""
+def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
+                 gaps: bool = False) -> list[memoryview]:
+    """The frames as slices of `view` from `start` on: laid out by frame_start when `gaps`
+    (frame_layout's), else end to end."""
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
-    index = 0
     for length in lengths:
-        if offsets is not None:
-            start = offsets[index]
-            index += 1
+        if gaps:
+            start = frame_start(start, length)
         frames.append(view[start:start + length])
         start += length
     return frames
@@ -226,14 +220,13 @@ class FrameReader:
         self.head = bytearray()  # the part of a prelude field received so far
         self.count = -1  # frame count of the current message, -1 until it is known
         self.lengths: tuple[int, ...] = ()
-        # Where each frame starts in body (frame_layout's: None when end to end).
-        self.offsets: Optional[list[int]] = None
+        self.gaps = False  # whether body has gaps that align frames (frame_layout)
         # The run whose bytes come next: frames `frame` to `last` - 1, which follow one
-        # another without a gap and end at `stop` in body (appended in one go).
+        # another without a gap from `start` to `stop` in body (appended in one go).
         self.frame = 0
         self.last = 0
+        self.start = 0
         self.stop = 0
-        self.total = 0  # the size of body once the message is complete
         # None until the prelude is complete; grown as bytes arrive, never ahead of them.
         self.body: Optional[bytearray] = None
         self.error: Optional[str] = None
@@ -278,7 +271,7 @@ class FrameReader:
             if self.frame < len(self.lengths):
                 break  # the frames continue in the next bytes
             # Complete (a message without frame bytes completes with its prelude).
-            messages.append(slice_frames(memoryview(body), self.lengths, self.offsets))
+            messages.append(slice_frames(memoryview(body), self.lengths, 0, self.gaps))
             self.count = -1
             self.body = None
         return messages
@@ -292,8 +285,7 @@ class FrameReader:
             if len(body) < stop:
                 if pos == end:
                     break
-                offsets = self.offsets
-                start = len(body) if offsets is None else offsets[self.frame]
+                start = self.start
                 if len(body) < start:
                     body += ALIGNMENT_GAPS[start - len(body)]
                 take = min(stop - len(body), end - pos)
@@ -306,21 +298,20 @@ class FrameReader:
 
     def next_run(self, frame: int) -> None:
         """Make `frame`, with the frames after it that follow it without a gap, the run
-        whose bytes come next."""
-        offsets = self.offsets
+        whose bytes come next (the run before it ended at self.stop)."""
         lengths = self.lengths
         self.frame = frame
-        if offsets is None:  # end to end: one run
-            self.last = len(lengths)
-            self.stop = self.total
-        elif frame < len(lengths):
-            stop = offsets[frame] + lengths[frame]
+        if frame < len(lengths):
+            start = frame_start(self.stop, lengths[frame])
+            stop = start + lengths[frame]
             last = frame + 1
-            while last < len(lengths) and offsets[last] == stop:
+            while last < len(lengths) and (
+                    not self.gaps or frame_start(stop, lengths[last]) == stop):
                 stop += lengths[last]
                 last += 1
-            self.last = last
+            self.start = start
             self.stop = stop
+            self.last = last
 
     def read_prelude(self, view: memoryview, pos: int, end: int) -> int:
         if self.count < 0:
@@ -336,7 +327,8 @@ class FrameReader:
         else:
             self.lengths = ()
         check_lengths(self.lengths, self.limits)
-        self.offsets, self.total = frame_layout(self.lengths)
+        self.gaps = frame_layout(self.lengths)[0]
+        self.stop = 0
         self.next_run(0)
         self.body = bytearray()
         return pos

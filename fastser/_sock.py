@@ -133,19 +133,19 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
             raise truncated(where, reset)
         lengths = struct.unpack_from(f"<{count}Q", raw, 0)
     total = check_lengths(lengths, limits)
-    offsets, size = frame_layout(lengths)
+    gaps, size = frame_layout(lengths)
     buf: Union[bytearray, mmap.mmap] = (bytearray(size) if size < MMAP_BYTES
                                         else mmap.mmap(-1, size))
     view = memoryview(buf)
     got = 0
-    for start, stop in frame_runs(offsets, lengths):  # each frame at an aligned offset
+    for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
         received, reset = recv_full(sock, view[start:stop])
         got += received
         if received < stop - start:
             where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
             raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
-    return decoder.loads(slice_frames(view, lengths, offsets))
+    return decoder.loads(slice_frames(view, lengths, 0, gaps))
 
 
 def recv_full(sock: socket.socket,

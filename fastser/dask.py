@@ -60,9 +60,9 @@ COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     """One message's frames from `stream`, read into one buffer of their own (a bytearray,
-    or an anonymous mmap from MMAP_BYTES on, as fastser.sock does), each at a 16-byte
-    aligned offset: the frames are writeable, arrays on them aligned, and the pieces of a
-    split payload adjacent, so loads joins them without a copy.
+    or an anonymous mmap from MMAP_BYTES on, as fastser.sock does), each of 64 KiB or more
+    at a 16-byte aligned offset: the frames are writeable, arrays on them aligned, and the
+    pieces of a split payload adjacent, so loads joins them without a copy.
     The prelude is checked against `limits` before the buffer is allocated."""
     head = await stream.read_bytes(WORD)
     count = check_count(COUNT.unpack_from(head, 0)[0], limits)
@@ -72,16 +72,16 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
         raw = await stream.read_bytes(WORD * count)
         lengths = struct.unpack_from(f"<{count}Q", raw, 0)
     check_lengths(lengths, limits)
-    offsets, size = frame_layout(lengths)
+    gaps, size = frame_layout(lengths)
     buf: Union[bytearray, mmap.mmap] = (bytearray(size) if size < MMAP_BYTES
                                         else mmap.mmap(-1, size))
     view = memoryview(buf)
-    for start, stop in frame_runs(offsets, lengths):  # each frame at an aligned offset
+    for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
         for piece in range(start, stop, MAX_IO_BYTES):
             # tornado annotates a bytearray; it takes any writable buffer.
             await stream.read_into(cast(bytearray, view[piece:min(piece + MAX_IO_BYTES, stop)]))
     # Zero-copy: the frames are slices of the one buffer the bytes were read into.
-    return slice_frames(view, lengths, offsets)
+    return slice_frames(view, lengths, 0, gaps)
 
 
 def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:

@@ -5,6 +5,7 @@ random chunks."""
 import array
 import struct
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -13,7 +14,7 @@ from strategies import examples, rounds
 
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
-from fastser._framing import frame_layout, frame_runs, slice_runs
+from fastser._framing import frame_layout, frame_runs, frame_start, slice_frames, slice_runs
 from fastser._split import address_of
 
 MiB = 2**20
@@ -198,21 +199,26 @@ def test_reader_frames_are_writeable_and_share_one_buffer_per_message() -> None:
 def test_frame_layout_aligns_every_frame_and_runs_join_what_follows_without_a_gap() -> None:
     # Frames of 64 KiB or more start at a multiple of 16; smaller ones where the last ended.
     lengths = [3, 0, KiB64, 5, 0, 0, KiB64 + 76, 1]
-    offsets, size = frame_layout(lengths)
-    assert offsets == [0, 3, 16, 16 + KiB64, 21 + KiB64, 21 + KiB64, 32 + KiB64,
-                       108 + 2 * KiB64] and size == 109 + 2 * KiB64
-    assert frame_runs(offsets, lengths) == [(0, 3), (16, 21 + KiB64),
-                                            (32 + KiB64, 109 + 2 * KiB64)]
-    # Without a gap to leave, no offsets: the frames lie end to end.
-    assert frame_layout([]) == (None, 0) and frame_runs(None, []) == []
-    assert frame_layout([KiB64, 3, 0, 5]) == (None, KiB64 + 8)
-    assert frame_runs(None, [KiB64, 3, 0, 5]) == [(0, KiB64 + 8)]
+    assert [frame_start(end, length) for end, length in
+            [(3, KiB64), (3, KiB64 - 1), (16, KiB64), (21 + KiB64, 0)]] == [16, 3, 16, 21 + KiB64]
+    assert frame_layout(lengths) == (True, 109 + 2 * KiB64)
+    assert frame_runs(lengths) == [(0, 3), (16, 21 + KiB64), (32 + KiB64, 109 + 2 * KiB64)]
+    buffer = memoryview(bytearray(109 + 2 * KiB64))
+    base = address_of(buffer)
+    frames = slice_frames(buffer, lengths, 0, True)
+    assert [frame.nbytes for frame in frames] == lengths
+    assert [cast(int, address_of(frame)) - cast(int, base) for frame in frames if frame.nbytes] \
+        == [0, 16, 16 + KiB64, 32 + KiB64, 108 + 2 * KiB64]
+    # Without a gap to leave, the frames lie end to end.
+    assert frame_layout([]) == (False, 0) and frame_runs([]) == []
+    assert frame_layout([KiB64, 3, 0, 5]) == (False, KiB64 + 8)
+    assert frame_runs([KiB64, 3, 0, 5]) == [(0, KiB64 + 8)]
 
 
 def test_frames_read_run_by_run_are_sliced_from_their_runs() -> None:
     frames = [b"h" * 5, b"", b"a" * KiB64, b"b" * 3, b"", b"c" * KiB64, b""]
     lengths = [len(frame) for frame in frames]
-    runs = frame_runs(frame_layout(lengths)[0], lengths)
+    runs = frame_runs(lengths)
     assert [stop - start for start, stop in runs] == [5, KiB64 + 3, KiB64]
     stream = b"".join(frames)
     received, pos = [], 0
@@ -228,22 +234,20 @@ def test_frames_read_run_by_run_are_sliced_from_their_runs() -> None:
 @given(lengths=st.lists(st.sampled_from([0, 1, 15, 16, 17, KiB64 - 1, KiB64, KiB64 + 1,
                                          2 * KiB64]), max_size=12))
 def test_frame_layout_properties(lengths: list[int]) -> None:
-    offsets, size = frame_layout(lengths)
-    if offsets is None:
-        assert size == sum(lengths)
-        ends = [sum(lengths[:index]) for index in range(len(lengths))]
-        assert all(end % 16 == 0 for end, length in zip(ends, lengths) if length >= KiB64)
-        offsets = ends
-    end = 0
-    for offset, length in zip(offsets, lengths):
+    gaps, size = frame_layout(lengths)
+    offsets, end = [], 0
+    for length in lengths:
+        offset = frame_start(end, length)
         if length >= KiB64:
             assert end <= offset < end + 16 and offset % 16 == 0
         else:
             assert offset == end
+        offsets.append(offset)
         end = offset + length
     assert size == end and size - sum(lengths) <= 15 * len(lengths)
+    assert gaps == (size != sum(lengths))
     covered = [(offset, offset + length) for offset, length in zip(offsets, lengths) if length]
-    runs = frame_runs(offsets, lengths)
+    runs = frame_runs(lengths)
     assert [span for start, stop in runs for span in covered if start <= span[0] < stop] == covered
     assert all(first[1] < second[0] for first, second in zip(runs, runs[1:]))
 
@@ -302,6 +306,15 @@ def test_valid_huge_prelude_reserves_nothing_until_the_bytes_arrive() -> None:
     assert peak_allocation(lambda: reader.feed(prelude)) < MiB
     assert reader.pending
     assert peak_allocation(lambda: reader.feed(b"\x00" * 1000)) < MiB
+
+
+def test_a_prelude_of_many_frames_that_need_gaps_holds_no_more_than_its_lengths() -> None:
+    # No offset is stored per frame: a prelude of 200,001 lengths, whose one large frame
+    # needs a gap, holds about its own size (the lengths tuple: small ints are shared).
+    prelude = pack_frames_prelude([b"x", b"y" * KiB64] + [b""] * 199_999)
+    reader = FrameReader()
+    assert peak_allocation(lambda: reader.feed(prelude)) < 1.2 * len(prelude)
+    assert reader.pending
 
 
 def test_pending() -> None:
