@@ -305,8 +305,7 @@ class FrameReader:
             start = frame_start(self.stop, lengths[frame])
             stop = start + lengths[frame]
             last = frame + 1
-            while last < len(lengths) and (
-                    not self.gaps or frame_start(stop, lengths[last]) == stop):
+            while last < len(lengths) and frame_start(stop, lengths[last]) == stop:
                 stop += lengths[last]
                 last += 1
             self.start = start
@@ -327,9 +326,15 @@ class FrameReader:
         else:
             self.lengths = ()
         check_lengths(self.lengths, self.limits)
-        self.gaps = frame_layout(self.lengths)[0]
-        self.stop = 0
-        self.next_run(0)
+        self.gaps, size = frame_layout(self.lengths)
+        if self.gaps:
+            self.stop = 0
+            self.next_run(0)
+        else:  # the frames lie end to end: one run
+            self.frame = 0
+            self.last = len(self.lengths)
+            self.start = 0
+            self.stop = size
         self.body = bytearray()
         return pos
 
