@@ -221,7 +221,8 @@ class Encoder:
         return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
-        if len(obj) > 1 and self.compression is None:
+        # A run takes its items' depth as encode() would: a large bytes counts as a level.
+        if len(obj) > 1 and self.compression is None and depth < self.max_depth:
             first = obj[0]
             if type(first) is bytes and len(first) >= OUT_OF_BAND_BYTES:
                 run = add_bytes_frames(obj, state.frames, self.frame_split_size)

@@ -120,6 +120,15 @@ def test_a_run_counts_as_the_level_of_nesting_its_list_is() -> None:
     assert refused == [20, 21, 22, 23]  # the list inside 20 arrays is level 21
 
 
+def test_the_encoder_refuses_a_run_at_the_depth_it_refuses_its_items() -> None:
+    # encode() counts a large bytes value as a level; a list of them must not escape that.
+    blob = b"b" * BIG
+    for items in ([blob], [blob, blob]):
+        assert fastser.loads(fastser.dumps(nested(254, items))) == nested(254, items)
+        with pytest.raises(fastser.SerializationError, match="max_depth"):
+            fastser.dumps(nested(255, items))
+
+
 sizes = st.sampled_from([0, 5, BIG - 1, BIG, BIG + 17])
 blob_lists = st.lists(sizes.map(lambda size: b"b" * size), max_size=4)
 
