@@ -65,12 +65,12 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
                     f"{WORD + size} bytes received ({count} frame lengths announced)"), exc)
             lengths = struct.unpack_from(f"<{count}Q", raw, 0)
         total = check_lengths(lengths, limits)
-        received: list[memoryview] = []
+        received: list[bytes] = []
         got = 0
         for start, stop in frame_runs(lengths):
             # One bytes object per run of frames: each starts 16-byte aligned in memory.
             try:
-                received.append(memoryview(await reader.readexactly(stop - start)))
+                received.append(await reader.readexactly(stop - start))
             except asyncio.IncompleteReadError as exc:
                 got += len(exc.partial)
                 raise chained(FrameError(
@@ -79,5 +79,5 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
             got += stop - start
     except ConnectionResetError as exc:
         raise chained(FrameError("the connection was reset inside a message"), exc)
-    # Zero-copy: the frames are slices of the bytes objects the StreamReader returned.
+    # Zero-copy: the frames are the bytes objects the StreamReader returned, or slices of them.
     return decoder.loads(slice_runs(received, lengths))

@@ -163,21 +163,29 @@ def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
     return frames
 
 
-def slice_runs(received: list[memoryview], lengths: Sequence[int]) -> list[memoryview]:
-    """The frames, as slices of `received`: one buffer per run of frame_runs, in order (for
-    a reader that cannot read into a buffer of its own). A run holds the next non-empty
-    frames end to end, exactly."""
-    frames: list[memoryview] = []
+def slice_runs(received: list[bytes], lengths: Sequence[int]) -> list[Frame]:
+    """The frames, from `received`: one bytes object per run of frame_runs, in order (for a
+    reader that cannot read into a buffer of its own). A run holds the next non-empty frames
+    end to end, exactly. A frame that is a whole run is that bytes object itself, so a bytes
+    value received in it is not copied again; the others are views of their run."""
+    frames: list[Frame] = []
     run = -1
-    pos = 0
+    pos = size = 0  # in the current run
+    view = memoryview(b"")
     for length in lengths:
         if not length:
             frames.append(memoryview(b""))  # its own: a receiver may release it
             continue
-        if run < 0 or pos == received[run].nbytes:
+        if pos == size:  # the run is used up: the frame starts the next one
             run += 1
-            pos = 0
-        frames.append(received[run][pos:pos + length])
+            data = received[run]
+            pos, size = 0, len(data)
+            if size == length:
+                frames.append(data)
+                pos = size
+                continue
+            view = memoryview(data)
+        frames.append(view[pos:pos + length])
         pos += length
     return frames
 

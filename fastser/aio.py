@@ -56,8 +56,9 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
     64 KiB or more at a multiple of 16, so received numpy arrays are aligned): the
     StreamReader copies each payload once, and nothing copies it again — so received numpy
     arrays and memoryviews are read-only views of those bytes objects, and the pieces of a
-    split payload are joined without a copy; bytes and bytearray values are copied out of
-    them, as their types require.
+    split payload are joined without a copy. A bytes value that is a run of its own (alone
+    between gaps, or last) is that bytes object itself; other bytes values, and bytearray
+    values, are copied out of their run, as their types require.
 
     Raises
     ------

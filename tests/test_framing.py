@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from streams import mutated, peak_allocation
 from strategies import examples, rounds
 
+import fastser
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
 from fastser._framing import frame_layout, frame_runs, frame_start, slice_frames, slice_runs
@@ -221,13 +222,27 @@ def test_frames_read_run_by_run_are_sliced_from_their_runs() -> None:
     runs = frame_runs(lengths)
     assert [stop - start for start, stop in runs] == [5, KiB64 + 3, KiB64]
     stream = b"".join(frames)
-    received, pos = [], 0
-    for start, stop in runs:  # what a reader that reads each run into its own buffer has
-        received.append(memoryview(stream[pos:pos + stop - start]))
+    received: list[bytes] = []
+    pos = 0
+    for start, stop in runs:  # what a reader that reads each run into a bytes object has
+        received.append(stream[pos:pos + stop - start])
         pos += stop - start
     sliced = slice_runs(received, lengths)
     assert [bytes(frame) for frame in sliced] == frames
-    assert sliced[5].obj is received[2].obj and sliced[3].obj is received[1].obj
+    # A frame that is a whole run is the received object itself; the others are views.
+    assert sliced[0] is received[0] and sliced[5] is received[2]
+    assert type(sliced[2]) is memoryview and sliced[2].obj is received[1]
+    assert type(sliced[3]) is memoryview and sliced[3].obj is received[1]
+
+
+def test_a_bytes_value_read_as_a_run_of_its_own_is_not_copied_again() -> None:
+    # aio.read_msg reads each run into a bytes object: a large bytes value alone in its
+    # run comes back as that very object (the StreamReader's copy is the only one).
+    received = [bytes(memoryview(frame)) for frame in
+                fastser.dumps({"blob": b"q" * (KiB64 + 1), "op": "put"})]
+    lengths = [len(frame) for frame in received]
+    assert len(frame_runs(lengths)) == 2  # the header's length leaves a gap before the blob
+    assert fastser.loads(slice_runs(received, lengths))["blob"] is received[1]
 
 
 @settings(max_examples=examples(200), deadline=None)
