@@ -11,7 +11,7 @@ import os
 import socket
 import struct
 import sys
-from typing import Any, Final, Optional, Union
+from typing import Any, Final, Optional
 
 from ._codec import DEFAULT_DECODER, DEFAULT_ENCODER
 from ._decoder import Decoder
@@ -134,9 +134,7 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
         lengths = struct.unpack_from(f"<{count}Q", raw, 0)
     total = check_lengths(lengths, limits)
     gaps, size = frame_layout(lengths)
-    buf: Union[bytearray, mmap.mmap] = (bytearray(size) if size < MMAP_BYTES
-                                        else mmap.mmap(-1, size))
-    view = memoryview(buf)
+    view = receive_buffer(size)
     got = 0
     for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
         received, reset = recv_full(sock, view[start:stop])
@@ -146,6 +144,14 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
             raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
     return decoder.loads(slice_frames(view, lengths, 0, gaps))
+
+
+def receive_buffer(size: int) -> memoryview:
+    """A writeable buffer of `size` bytes for one message's frames: a bytearray, or from
+    MMAP_BYTES on an anonymous mmap (its pages committed only as the data arrives)."""
+    if size < MMAP_BYTES:
+        return memoryview(bytearray(size))
+    return memoryview(mmap.mmap(-1, size))
 
 
 def recv_full(sock: socket.socket,

@@ -2,6 +2,8 @@
 
 from typing import Any, Final, TypeAlias, Union, cast
 
+from ._wire import OUT_OF_BAND_BYTES
+
 # A frame is any contiguous bytes-like object that fastser hands to a socket or receives
 # from one. Payload frames may alias the caller's memory (zero-copy).
 Frame: TypeAlias = Union[bytes, bytearray, memoryview]
@@ -28,7 +30,7 @@ TOBYTES: Final = memoryview.tobytes
 # with a call of its own, and aligning from 1 KiB on made FrameReader read 2,000 frames of
 # 1,030 bytes 2.2x slower.
 FRAME_ALIGNMENT: Final = 16
-ALIGNED_FRAME_BYTES: Final = 65536
+ALIGNED_FRAME_BYTES: Final = OUT_OF_BAND_BYTES
 
 
 def bytes_of(frame: Frame) -> bytes:

@@ -16,10 +16,9 @@ tcp:// with its frames, are in _dask_bridge; importing this module registers the
 """
 
 import logging
-import mmap
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Optional, Union, cast
+from typing import Any, Final, Optional, cast
 
 from distributed.comm.core import CommClosedError
 from distributed.comm.utils import OFFLOAD_THRESHOLD
@@ -39,7 +38,7 @@ from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_
 from ._limits import Limits
 from ._types import Frame
 from ._wire import WIRE_VERSION
-from ._sock import MAX_IO_BYTES, MMAP_BYTES
+from ._sock import MAX_IO_BYTES, receive_buffer
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     """One message's frames from `stream`, read into one buffer of their own (a bytearray,
-    or an anonymous mmap from MMAP_BYTES on, as fastser.sock does), each of 64 KiB or more
+    or an anonymous mmap from 1 MiB on: _sock.receive_buffer), each of 64 KiB or more
     at a 16-byte aligned offset: the frames are writeable, arrays on them aligned, and the
     pieces of a split payload adjacent, so loads joins them without a copy.
     The prelude is checked against `limits` before the buffer is allocated."""
@@ -73,9 +72,7 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
         lengths = struct.unpack_from(f"<{count}Q", raw, 0)
     check_lengths(lengths, limits)
     gaps, size = frame_layout(lengths)
-    buf: Union[bytearray, mmap.mmap] = (bytearray(size) if size < MMAP_BYTES
-                                        else mmap.mmap(-1, size))
-    view = memoryview(buf)
+    view = receive_buffer(size)
     for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
         for piece in range(start, stop, MAX_IO_BYTES):
             # tornado annotates a bytearray; it takes any writable buffer.
