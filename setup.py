@@ -45,6 +45,7 @@ COMPILED_MODULES = [
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_packing.py",
+    "fastser/_array_records.py",
     "fastser/_maps.py",
     "fastser/_split.py",
     "fastser/_compression.py",

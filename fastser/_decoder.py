@@ -17,6 +17,7 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
+from ._array_records import record_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
@@ -27,8 +28,8 @@ from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
 from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
-from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MAP_MARK,
+from ._wire import (EXT_ARRAY_MARK, EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME,
+                    EXT_BYTES_FRAME, EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MAP_MARK,
                     EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
                     EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK, EXT_SERIALIZED,
                     EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK, EXT_TASK_MAP,
@@ -53,7 +54,7 @@ def unpack(data: Any, ext_hook: Any, list_hook: Any) -> Any:
 
 
 class Mark:
-    """What ext_hook returns for a tuple, set or frozenset mark, until list_hook sees it."""
+    """What ext_hook returns for a mark (MARKS, by code), until list_hook sees its array."""
 
 
 TUPLE_MARK: Final = Mark()
@@ -64,6 +65,12 @@ PICKLED_MARK: Final = Mark()
 TASK_SERIALIZED_MARK: Final = Mark()
 TASK_PICKLED_MARK: Final = Mark()
 MAP_MARK: Final = Mark()
+ARRAY_MARK: Final = Mark()
+MARKS: Final = {EXT_TUPLE_MARK: TUPLE_MARK, EXT_SET_MARK: SET_MARK,
+                EXT_FROZENSET_MARK: FROZENSET_MARK, EXT_SERIALIZED_MARK: SERIALIZED_MARK,
+                EXT_PICKLED_MARK: PICKLED_MARK, EXT_TASK_SERIALIZED_MARK: TASK_SERIALIZED_MARK,
+                EXT_TASK_PICKLED_MARK: TASK_PICKLED_MARK, EXT_MAP_MARK: MAP_MARK,
+                EXT_ARRAY_MARK: ARRAY_MARK}
 
 
 def unpack_ref(data: bytes) -> Any:
@@ -110,18 +117,12 @@ class Decoder:
         if len(frame_list) > 1:
             state.payload().check_all_named()
         max_depth = self.limits.max_depth
-        # A level of nesting takes at least one byte of header if it is an array, two if
-        # it is a map (its header, and the other half of the entry the path does not take),
-        # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
-        # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
-        # maps of scalars), and only a header they say may nest too deep is walked. The
-        # scan cannot see into bytes that became values (state.unscanned): a message
-        # holding any is walked, keys included (an opened payload may be a key). A task map
-        # (or a list of bytes frames) nests up to TASK_MAP_DEPTH levels where the scan sees
-        # an extension type: with one, the scan's budget is that much less, and under
-        # TASK_MAP_DEPTH the walk decides (the scan checks a budget only where it meets a
-        # container, and a task map may be the whole message). msgpack itself stops at 1024
-        # levels.
+        # A level of nesting takes at least a byte of header (an array) or two (a map), so
+        # N bytes holding A arrays nest at most (N + A) // 2 deep. Past that bound the bytes
+        # are scanned, and only a header the scan says may nest too deep is walked. The scan
+        # cannot see into values made from bytes (state.unscanned: the walk decides, keys
+        # included), and a task map or bytes-frame list nests TASK_MAP_DEPTH levels where it
+        # sees an extension type (hence a smaller budget; under zero the walk decides).
         budget = max_depth - TASK_MAP_DEPTH if state.ext_containers else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
                 (state.unscanned > 0 or budget < 0 or
@@ -190,6 +191,13 @@ class DecodeState:
                               exc)
         if first is MAP_MARK:
             return dict_of_pairs(items, 1)
+        if first is ARRAY_MARK:
+            header, ref = record_of(items)
+            frame = self.payload().frame_at(ref)
+            try:
+                return self.open_serialized(header, [frame])
+            except DeserializationError as exc:
+                raise chained(DeserializationError(f"{exc} (the payload {where([ref])})"), exc)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -260,19 +268,12 @@ class DecodeState:
         return builtin == 1
 
     def ext_hook(self, code: int, data: bytes) -> Any:
-        if EXT_TUPLE_MARK <= code <= EXT_PICKLED_MARK or code == EXT_MAP_MARK or \
-                code == EXT_TASK_SERIALIZED_MARK or code == EXT_TASK_PICKLED_MARK:
+        mark = MARKS.get(code)
+        if mark is not None:
             if data:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
             self.marks += 1
-            return (TUPLE_MARK if code == EXT_TUPLE_MARK else
-                    SET_MARK if code == EXT_SET_MARK else
-                    FROZENSET_MARK if code == EXT_FROZENSET_MARK else
-                    SERIALIZED_MARK if code == EXT_SERIALIZED_MARK else
-                    PICKLED_MARK if code == EXT_PICKLED_MARK else
-                    TASK_SERIALIZED_MARK if code == EXT_TASK_SERIALIZED_MARK else
-                    TASK_PICKLED_MARK if code == EXT_TASK_PICKLED_MARK else
-                    MAP_MARK)
+            return mark
         if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
             return self.pickle_record(code, data)
         if code == EXT_TASK_MAP:

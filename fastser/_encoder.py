@@ -16,6 +16,7 @@ failure, so the walk carries none.
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
+from ._array_records import short_record
 from ._compression import check_compression, compress_payload, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
@@ -293,7 +294,8 @@ class Encoder:
                obj: object) -> object:
         """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
         for one small pickle and nothing else, the pickle as one extension type; for a task
-        received unopened, the task's array again (so that it is forwarded byte for byte)."""
+        received unopened, the task's array again (so that it is forwarded byte for byte);
+        for a numpy array with the dispatch family's header, the short record."""
         if len(payload) == 1 and header.get(HEADER_SERIALIZER) == PICKLE_FAMILY:
             data = payload[0]
             if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
@@ -306,6 +308,11 @@ class Encoder:
                     return table.forwarded_fields(
                         fields, TASK_SERIALIZED_MARK if code == EXT_SERIALIZED
                         else TASK_PICKLED_MARK)
+        elif code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
+            short = short_record(header)  # a numpy array's (version 8)
+            if short is not None:
+                short[3] = frame_refs(payload, state.frames, self.frame_split_size)[0]
+                return short
         state.records.append((header, obj))
         refs = frame_refs(payload, state.frames, self.frame_split_size)
         if state.hashable:

@@ -12,7 +12,7 @@ from typing import Any, Final, cast
 import msgpack
 
 from ._types import MEMORYVIEW
-from ._wire import (EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
+from ._wire import (EXT_ARRAY_MARK, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
                     EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                     EXT_MAP_MARK, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK,
                     EXT_TUPLE_MARK)
@@ -35,6 +35,7 @@ PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
 TASK_SERIALIZED_MARK: Final = ext(EXT_TASK_SERIALIZED_MARK, b"")
 TASK_PICKLED_MARK: Final = ext(EXT_TASK_PICKLED_MARK, b"")
 MAP_MARK: Final = ext(EXT_MAP_MARK, b"")
+ARRAY_MARK: Final = ext(EXT_ARRAY_MARK, b"")
 # msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
 FIXINTS: Final = [bytes([i]) for i in range(128)]
 # The extension types naming payload frames 1..127, made once: a message of many large

@@ -15,8 +15,10 @@ from typing import Final
 # array in the header instead of a pickle (EXT_TASK_*_MARK). Version 6 writes a map of many
 # such tasks as one extension type (EXT_TASK_MAP), and any other map of many entries as an
 # array led by a mark (EXT_MAP_MARK). Version 7 writes a list of large bytes values as one
-# extension type (EXT_BYTES_FRAMES). Decoders read all seven.
-WIRE_VERSION: Final = 7
+# extension type (EXT_BYTES_FRAMES). Version 8 writes the record of a numpy array whose
+# header is the dispatch family's own as a short array (EXT_ARRAY_MARK). Decoders read all
+# eight.
+WIRE_VERSION: Final = 8
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -79,6 +81,11 @@ EXT_MAP_MARK: Final = 22
 # beside a 64 KiB copy of ~2 µs). It nests one level where the header shows an extension
 # type, within TASK_MAP_DEPTH.
 EXT_BYTES_FRAMES: Final = 23
+# Version 8: [mark, dtype, flags, frame ref, *shape] stands for the serialized record of a
+# numpy array with the header {"dtype", "shape", "order", "writeable", "type": "numpy.ndarray",
+# "serializer": "dispatch"} (see _array_records): one str to decode where that header's map
+# has ten.
+EXT_ARRAY_MARK: Final = 24
 TASK_CALL: Final = 0
 TASK_PARTIAL: Final = 1
 HEADER_FORM: Final = "form"
