@@ -21,6 +21,9 @@ ORDER: Final = "order"
 WRITEABLE: Final = "writeable"
 NUMPY_TYPE: Final = "numpy.ndarray"
 DISPATCH_FAMILY: Final = "dispatch"
+# What a short record stands for, its dtype, shape and flags to be set in a copy.
+HEADER_TEMPLATE: Final[Header] = {DTYPE: "", SHAPE: [], ORDER: "C", WRITEABLE: True,
+                                  HEADER_TYPE: NUMPY_TYPE, HEADER_SERIALIZER: DISPATCH_FAMILY}
 # flags: which order, and whether the sender's array was writeable.
 FORTRAN_FLAG: Final = 1
 WRITEABLE_FLAG: Final = 2
@@ -90,8 +93,11 @@ def record_of(items: list[Any]) -> tuple[Header, Any]:
     for n in shape:
         if type(n) is not int or n < 0:
             raise DeserializationError(f"a numpy array record has the shape {shape!r}")
-    header: Header = {DTYPE: items[1], SHAPE: shape,
-                      ORDER: "F" if flags & FORTRAN_FLAG else "C",
-                      WRITEABLE: flags & WRITEABLE_FLAG != 0,
-                      HEADER_TYPE: NUMPY_TYPE, HEADER_SERIALIZER: DISPATCH_FAMILY}
+    # A copy of the template, then four values set: cheaper than a dict built key by key.
+    header = HEADER_TEMPLATE.copy()
+    header[DTYPE] = items[1]
+    header[SHAPE] = shape
+    if flags & FORTRAN_FLAG:
+        header[ORDER] = "F"
+    header[WRITEABLE] = flags & WRITEABLE_FLAG != 0
     return header, items[3]
