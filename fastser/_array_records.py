@@ -1,6 +1,8 @@
 """Version 8's short record of a numpy array: [mark 24, dtype, flags, ref, *shape] stands for
 the record [mark 15, header, [ref]] whose header is exactly what the dispatch family writes
-for a numpy.ndarray. Sits on _packing and _wire; the encoder and decoder both use it.
+for a numpy.ndarray. Sits on _packing, the registry and the dispatch family; the encoder
+writes it, the decoder reads it into that record or, when the record would reach fastser's
+own ndarray_loads, straight into the array (direct_loads).
 
 Why: that header is a map of six str keys and four str values, and msgpack makes (and
 interns, for keys) each string every time it decodes one: two arrays' headers took ~3x the
@@ -11,8 +13,10 @@ from typing import Any, Final, Optional
 
 from ._errors import DeserializationError
 from ._packing import ARRAY_MARK, INT_VALUE, STR_VALUE
+from ._registry import REGISTRY, ShortLoads
+from ._serialize import BUILTIN_DISPATCH, DISPATCH_FAMILY
 from ._types import Header
-from ._wire import HEADER_SERIALIZER, HEADER_TYPE
+from ._wire import ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_SERIALIZER, HEADER_TYPE
 
 # The header's keys, in the order the dispatch family writes them.
 DTYPE: Final = "dtype"
@@ -20,13 +24,9 @@ SHAPE: Final = "shape"
 ORDER: Final = "order"
 WRITEABLE: Final = "writeable"
 NUMPY_TYPE: Final = "numpy.ndarray"
-DISPATCH_FAMILY: Final = "dispatch"
 # What a short record stands for, its dtype, shape and flags to be set in a copy.
 HEADER_TEMPLATE: Final[Header] = {DTYPE: "", SHAPE: [], ORDER: "C", WRITEABLE: True,
                                   HEADER_TYPE: NUMPY_TYPE, HEADER_SERIALIZER: DISPATCH_FAMILY}
-# flags: which order, and whether the sender's array was writeable.
-FORTRAN_FLAG: Final = 1
-WRITEABLE_FLAG: Final = 2
 # Larger dimensions (no array has them) keep the generic record; this bound is a short int,
 # which mypyc compares inline (2**64 - 1 would be a boxed int, ~150 ns a comparison).
 MAX_DIM: Final = 2**62 - 1
@@ -69,7 +69,7 @@ def short_record(header: Header) -> Optional[list[Any]]:
             plain_str(values[4]) != NUMPY_TYPE or plain_str(values[5]) != DISPATCH_FAMILY or \
             (order != "C" and order != "F"):
         return None
-    flags = (FORTRAN_FLAG if order == "F" else 0) | (WRITEABLE_FLAG if writeable else 0)
+    flags = (ARRAY_FORTRAN_FLAG if order == "F" else 0) | (ARRAY_WRITEABLE_FLAG if writeable else 0)
     fields: list[Any] = [ARRAY_MARK, dtype, flags, None]
     for n in shape:
         if type(n) is bool or not isinstance(n, int):
@@ -81,23 +81,43 @@ def short_record(header: Header) -> Optional[list[Any]]:
     return fields
 
 
-def record_of(items: list[Any]) -> tuple[Header, Any]:
-    """The header and the frame ref that a short record (a decoded array led by its mark)
-    stands for; DeserializationError unless it is [mark, str, flags, ref, *dims >= 0]."""
+def check_short_record(items: list[Any]) -> None:
+    """DeserializationError unless a decoded array led by the mark is [mark, str, flags,
+    frame ref, *dims >= 0] (the ref is checked where it is used)."""
     if len(items) < 4 or type(items[1]) is not str or type(items[2]) is not int or \
-            not 0 <= items[2] <= FORTRAN_FLAG | WRITEABLE_FLAG:
+            not 0 <= items[2] <= ARRAY_FORTRAN_FLAG | ARRAY_WRITEABLE_FLAG:
         raise DeserializationError(
             "a numpy array record is not [mark, dtype, flags, frame ref, *shape]")
-    flags: int = items[2]
-    shape = items[4:]
-    for n in shape:
+    for index in range(4, len(items)):
+        n = items[index]
         if type(n) is not int or n < 0:
-            raise DeserializationError(f"a numpy array record has the shape {shape!r}")
+            raise DeserializationError(f"a numpy array record has the shape {items[4:]!r}")
+
+
+def header_of(items: list[Any]) -> Header:
+    """The header a checked short record stands for."""
+    flags: int = items[2]
     # A copy of the template, then four values set: cheaper than a dict built key by key.
     header = HEADER_TEMPLATE.copy()
     header[DTYPE] = items[1]
-    header[SHAPE] = shape
-    if flags & FORTRAN_FLAG:
+    header[SHAPE] = items[4:]
+    if flags & ARRAY_FORTRAN_FLAG:
         header[ORDER] = "F"
-    header[WRITEABLE] = flags & WRITEABLE_FLAG != 0
-    return header, items[3]
+    header[WRITEABLE] = flags & ARRAY_WRITEABLE_FLAG != 0
+    return header
+
+
+def direct_loads(deserializers: Optional[tuple[str, ...]]) -> Optional[ShortLoads]:
+    """numpy's loads of a short record's fields, when the record's header would reach that
+    very function: the dispatch family allowed and fastser's own, and the numpy entry
+    fastser's (ndarray_loads). None sends the caller the general way, which then raises
+    whatever error there is to raise (numpy missing, say) with its context."""
+    if deserializers is not None and DISPATCH_FAMILY not in deserializers:
+        return None
+    if REGISTRY.families.get(DISPATCH_FAMILY) is not BUILTIN_DISPATCH:
+        return None
+    try:
+        entry = REGISTRY.for_name(NUMPY_TYPE)  # registers numpy at the first array
+    except Exception:
+        return None
+    return entry.short_loads

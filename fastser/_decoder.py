@@ -17,73 +17,33 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from ._array_records import record_of
+from ._array_records import check_short_record, direct_loads, header_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
+from ._registry import ShortLoads
 from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
 from ._maps import dict_of_pairs, task_map_parts
+from ._marks import (ARRAY_MARK, MAP_MARK, MARKS, PICKLED_MARK, SERIALIZED_MARK, SET_MARK,
+                     TASK_PICKLED_MARK, TASK_SERIALIZED_MARK, TUPLE_MARK, Mark, unpack,
+                     unpack_plain, unpack_ref)
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
 from ._task import TaskNames, build_task, tail_start
 from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
-from ._wire import (EXT_ARRAY_MARK, EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME,
-                    EXT_BYTES_FRAME, EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_FROZENSET_MARK, EXT_MAP_MARK,
-                    EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
-                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_PICKLED_MARK, EXT_SERIALIZED,
-                    EXT_SERIALIZED_MARK, EXT_SET, EXT_SET_MARK, EXT_TASK_MAP,
-                    EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK, EXT_TUPLE, EXT_TUPLE_MARK,
-                    FORM_TASK, HEADER_FORM, HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY,
-                    TASK_MAP_DEPTH)
+from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
+                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
+                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED,
+                    EXT_SET, EXT_TASK_MAP, EXT_TUPLE, FORM_TASK, HEADER_FORM,
+                    HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY, TASK_MAP_DEPTH)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
 
 
-# mypyc looks a module attribute up by name on every use; a Final copy is a static.
-UNPACKB: Final = msgpack.unpackb
 # The header of an unopened task's record: each record gets a copy of its own.
 TASK_RECORD_HEADER: Final[Header] = {HEADER_SERIALIZER: PICKLE_FAMILY, HEADER_FORM: FORM_TASK}
-
-
-def unpack(data: Any, ext_hook: Any, list_hook: Any) -> Any:
-    # raw=False and use_list=True are msgpack's defaults since 1.0 (the oldest we accept);
-    # each keyword passed costs a lookup in unpackb's argument parsing.
-    return UNPACKB(data, ext_hook=ext_hook, list_hook=list_hook, strict_map_key=False)
-
-
-class Mark:
-    """What ext_hook returns for a mark (MARKS, by code), until list_hook sees its array."""
-
-
-TUPLE_MARK: Final = Mark()
-SET_MARK: Final = Mark()
-FROZENSET_MARK: Final = Mark()
-SERIALIZED_MARK: Final = Mark()
-PICKLED_MARK: Final = Mark()
-TASK_SERIALIZED_MARK: Final = Mark()
-TASK_PICKLED_MARK: Final = Mark()
-MAP_MARK: Final = Mark()
-ARRAY_MARK: Final = Mark()
-MARKS: Final = {EXT_TUPLE_MARK: TUPLE_MARK, EXT_SET_MARK: SET_MARK,
-                EXT_FROZENSET_MARK: FROZENSET_MARK, EXT_SERIALIZED_MARK: SERIALIZED_MARK,
-                EXT_PICKLED_MARK: PICKLED_MARK, EXT_TASK_SERIALIZED_MARK: TASK_SERIALIZED_MARK,
-                EXT_TASK_PICKLED_MARK: TASK_PICKLED_MARK, EXT_MAP_MARK: MAP_MARK,
-                EXT_ARRAY_MARK: ARRAY_MARK}
-
-
-def unpack_ref(data: bytes) -> Any:
-    """A frame ref from an extension type's data; a one-byte positive fixint (the common
-    case: payload frames 1..127) is read without calling msgpack."""
-    if len(data) == 1 and data[0] < 128:
-        return data[0]
-    return unpack_plain(data)
-
-
-def unpack_plain(data: Any) -> Any:
-    # Records and refs hold no extension types; without a hook there is no recursion.
-    return UNPACKB(data, raw=False, strict_map_key=False, use_list=True)
 
 
 class Decoder:
@@ -155,6 +115,8 @@ class DecodeState:
         self.pack_task: Any = None  # a Packer's bound pack, made for the first unopened task
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
+        self.short_asked = False  # whether short_loads() has asked direct_loads
+        self.direct_arrays: Optional[ShortLoads] = None
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -192,12 +154,22 @@ class DecodeState:
         if first is MAP_MARK:
             return dict_of_pairs(items, 1)
         if first is ARRAY_MARK:
-            header, ref = record_of(items)
-            frame = self.payload().frame_at(ref)
+            check_short_record(items)
+            frame = self.payload().frame_at(items[3])
+            direct = self.short_loads()
+            if direct is not None:
+                try:
+                    array = direct(items[1], items[4:], items[2], frame)
+                except Exception:
+                    pass  # the general way raises it again, with its context
+                else:
+                    self.unscanned += 1  # as open_serialized counts an opened payload
+                    return array
             try:
-                return self.open_serialized(header, [frame])
+                return self.open_serialized(header_of(items), [frame])
             except DeserializationError as exc:
-                raise chained(DeserializationError(f"{exc} (the payload {where([ref])})"), exc)
+                raise chained(DeserializationError(f"{exc} (the payload {where([items[3]])})"),
+                              exc)
         self.collections += 1
         del items[0]
         if first is TUPLE_MARK:
@@ -259,6 +231,16 @@ class DecodeState:
             except DeserializationError as exc:
                 raise chained(DeserializationError(f"{exc} (task {index} of a task map)"), exc)
         return out
+
+    def short_loads(self) -> Optional[ShortLoads]:
+        """_array_records.direct_loads where payloads are opened, asked once per message."""
+        if self.short_asked:
+            return self.direct_arrays
+        self.short_asked = True
+        decoder = self.decoder
+        found = self.direct_arrays = (direct_loads(decoder.deserializers)
+                                      if decoder.deserialize else None)
+        return found
 
     def pickle_is_builtin(self) -> bool:
         """builtin_pickle(), asked once per message."""

@@ -13,9 +13,9 @@ from typing import Any, Final
 
 from ._dispatch import single_frame
 from ._errors import DeserializationError, chained
-from ._registry import register_serialization
+from ._registry import REGISTRY, register_serialization
 from ._types import Frame, Header, nbytes
-from ._wire import OUT_OF_BAND_BYTES
+from ._wire import ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, OUT_OF_BAND_BYTES
 
 np: Final[Any] = importlib.import_module("numpy")
 npy_format: Final[Any] = importlib.import_module("numpy.lib.format")
@@ -52,9 +52,19 @@ def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
 
 def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
     frame = single_frame(frames, "numpy.ndarray")
-    dtype = _wire_to_dtype(header.get("dtype"))
-    shape: Any = header.get("shape")
-    order = header.get("order")
+    return array_of(header.get("dtype"), header.get("shape"), header.get("order"),
+                    header.get("writeable") is True, frame)
+
+
+def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
+    """ndarray_loads of the header a short array record stands for (_array_records), from
+    its fields, without making the header: the decoder's direct way."""
+    return array_of(dtype, shape, "F" if flags & ARRAY_FORTRAN_FLAG else "C",
+                    flags & ARRAY_WRITEABLE_FLAG != 0, frame)
+
+
+def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) -> Any:
+    dtype = _wire_to_dtype(descr)
     count = 1
     good = type(shape) is list and (order == "C" or order == "F")
     if good:
@@ -72,7 +82,7 @@ def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
     # frombuffer reads the frame's bytes whatever its format (one call: this runs per array).
     flat = frombuffer(frame, dtype) if size else np.empty(0, dtype)
     x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
-    if header.get("writeable") is True:
+    if writeable:
         if size < OUT_OF_BAND_BYTES and not x.flags.writeable:
             # Small frames were inlined into the header, which arrives read-only; one small
             # copy keeps a writeable array writeable. Large read-only frames stay views.
@@ -150,3 +160,4 @@ def _parse_dtype(descr: Any) -> Any:
 
 def register() -> None:
     register_serialization(np.ndarray, ndarray_dumps, ndarray_loads, name="numpy.ndarray")
+    REGISTRY.by_name["numpy.ndarray"].short_loads = short_array

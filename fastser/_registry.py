@@ -18,6 +18,8 @@ FamilyLoads = Callable[[Header, list[Frame]], Any]
 # A dispatch entry's functions: obj -> (header, frames) and (header, frames) -> obj.
 TypeDumps = Callable[[Any], tuple[Header, list[Frame]]]
 TypeLoads = Callable[[Header, list[Frame]], Any]
+# A short array record's fields (dtype, shape, flags, frame) -> the array (_numpy.short_array).
+ShortLoads = Callable[[str, list[Any], int, Frame], Any]
 
 
 class Family:
@@ -36,6 +38,9 @@ class DispatchEntry:
         self.name = name
         self.dumps = dumps
         self.loads = loads
+        # Set on fastser's own numpy entry only: loads of a short array record (wire version
+        # 8) from its fields, (dtype, shape, flags, frame), without a header dict.
+        self.short_loads: Optional[ShortLoads] = None
 
 
 class Registry:

@@ -86,6 +86,8 @@ EXT_BYTES_FRAMES: Final = 23
 # "serializer": "dispatch"} (see _array_records): one str to decode where that header's map
 # has ten.
 EXT_ARRAY_MARK: Final = 24
+ARRAY_FORTRAN_FLAG: Final = 1  # a short record's flags: order "F" (else "C")
+ARRAY_WRITEABLE_FLAG: Final = 2  # and the sender's array was writeable
 TASK_CALL: Final = 0
 TASK_PARTIAL: Final = 1
 HEADER_FORM: Final = "form"

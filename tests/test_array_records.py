@@ -177,6 +177,41 @@ def test_a_short_record_is_refused_where_the_dispatch_family_is() -> None:
     assert seen == [fastser.serialize(np.arange(4))[0]]
 
 
+def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> None:
+    from fastser._registry import REGISTRY  # restored below: the registry is global
+    frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
+    fastser.loads(frames)  # numpy registers itself at the first array
+    own = REGISTRY.by_name["numpy.ndarray"]
+    direct = own.short_loads
+    assert direct is not None  # the direct way, which makes no header
+    taken: list[Any] = []
+
+    def spy(dtype: str, shape: list[Any], flags: int, frame: Any) -> Any:
+        taken.append((dtype, shape, flags))
+        return direct(dtype, shape, flags, frame)
+
+    own.short_loads = spy
+    try:
+        assert fastser.loads(frames).tolist() == [0, 1, 2, 3]
+        assert fastser.loads(frames, deserializers=("dispatch",)).tolist() == [0, 1, 2, 3]
+    finally:
+        own.short_loads = direct
+    assert taken == [("<i4", [4], 2)] * 2
+    seen: list[Any] = []
+
+    def mine(header: dict[str, Any], payload: list[Any]) -> str:
+        seen.append(header)
+        return "mine"
+
+    fastser.register_serialization(np.ndarray, own.dumps, mine, name="numpy.ndarray")
+    try:
+        assert fastser.loads(frames) == "mine"
+        assert seen == [fastser.serialize(np.arange(4, dtype="<i4"))[0]]
+    finally:
+        REGISTRY.by_type[np.ndarray] = REGISTRY.by_name["numpy.ndarray"] = own
+    assert type(fastser.loads(frames)) is np.ndarray
+
+
 DTYPES = ["<f8", "<f4", ">i4", "|u1", "|b1", "<c16", "<M8[ns]", "<m8[s]", "<U3", "|S2"]
 
 
@@ -203,3 +238,9 @@ def test_arrays_round_trip_and_are_forwarded_byte_for_byte(
     assert got["x"].flags.writeable == writeable and got["big"][0].flags.writeable
     kept = fastser.loads(received, deserialize=False)
     assert [bytes(frame) for frame in encoder.dumps(kept)] == [bytes(f) for f in frames]
+    # The direct way (no header made) gives what the dispatch family gives for the header.
+    general = fastser.deserialize(kept["x"].header, kept["x"].frames)
+    assert general.dtype == got["x"].dtype and general.shape == got["x"].shape
+    assert general.tobytes(order="A") == got["x"].tobytes(order="A")
+    assert general.flags.writeable == got["x"].flags.writeable
+    assert general.flags.f_contiguous == got["x"].flags.f_contiguous
