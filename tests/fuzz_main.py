@@ -24,10 +24,16 @@ MAX_LEN = 8192  # scripts/fuzz.sh passes the same -max_len
 
 def write_seeds(directory: pathlib.Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
+    import numpy as np  # the fuzz extra installs it: short array records (version 8)
+
     seeds = [path.read_bytes() for path in sorted((HERE / "golden").glob("*.bin"))]
+    read_only = np.arange(3, dtype=">i2")
+    read_only.flags.writeable = False
     for msg in ({"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "big": 2**80, "k": {(1, 2): [1.5]}},
                 {"p": ToPickle(5), "z": Serialize(b"q" * 10), "b": bytearray(b"ab")},
-                [b"x" * 70_000, Serialize(b"y" * 20_000)]):
+                [b"x" * 70_000, Serialize(b"y" * 20_000)],
+                {"c": Serialize(np.arange(6).reshape(2, 3)), "r": (Serialize(read_only),),
+                 "f": [Serialize(np.asfortranarray(np.ones((2, 2), dtype="<f4")))]}):
         for compression in (None, "zlib"):
             seeds.append(fastser.pack_frames(fastser.dumps(msg, compression=compression)))
     # Small inputs run hundreds of times faster, and every path is reachable with them: the
