@@ -48,11 +48,12 @@ def short_record(header: Header) -> Optional[list[Any]]:
     them so), anything else in it keeps the generic record. Then a message received
     unopened is written back as it came, in either form.
     """
-    if len(header) != 6:
+    # As msgpack reads a dict subclass: its items() (its len() may say otherwise). Any: a
+    # header's keys need not be str (typed so, mypyc would check each).
+    entries: dict[Any, object] = header if type(header) is dict else dict(header.items())
+    if len(entries) != 6:
         return None
     values: list[object] = []
-    # Any: a received header's keys need not be str (typed so, mypyc would check each).
-    entries: dict[Any, object] = header
     for key, value in entries.items():  # (not by key: a str subclass may hash as it likes)
         name = plain_str(key)
         index = len(values)
@@ -65,7 +66,10 @@ def short_record(header: Header) -> Optional[list[Any]]:
     shape = values[1]
     order = plain_str(values[2])
     writeable = values[3]
-    if dtype is None or type(shape) is not list or type(writeable) is not bool or \
+    # A list, or a list or tuple subclass (a namedtuple), is written as an array; an exact
+    # tuple as a tuple (marked), which the short record cannot stand for.
+    if dtype is None or type(shape) is tuple or not isinstance(shape, (list, tuple)) or \
+            type(writeable) is not bool or \
             plain_str(values[4]) != NUMPY_TYPE or plain_str(values[5]) != DISPATCH_FAMILY or \
             (order != "C" and order != "F"):
         return None
@@ -90,7 +94,8 @@ def check_short_record(items: list[Any]) -> None:
             "a numpy array record is not [mark, dtype, flags, frame ref, *shape]")
     for index in range(4, len(items)):
         n = items[index]
-        if type(n) is not int or n < 0:
+        # Within what short_record writes: every record read is written back the same.
+        if type(n) is not int or not 0 <= n <= MAX_DIM:
             raise DeserializationError(f"a numpy array record has the shape {items[4:]!r}")
 
 

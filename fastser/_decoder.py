@@ -1,11 +1,12 @@
 """Frames -> message: one msgpack decode whose extension hook rebuilds every placeholder.
 
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
-is no second walk over the result: ext_hook rebuilds payloads and turns a tuple/set mark into
-a sentinel, and list_hook (DecodeState.__call__) turns an array led by a sentinel into its
-tuple, set or frozenset, or a large map's array into its dict. A task map (version 6) is read
-inside ext_hook by one nested msgpack call without hooks, and built there from its keys and
-tasks.
+is no second walk over the result: ext_hook rebuilds payloads and turns a mark into a
+sentinel (_marks), and list_hook (DecodeState.__call__) turns an array led by a sentinel into
+its tuple, set or frozenset, record, task, dict (a large map) or numpy array (a short record,
+version 8, built without its header where fastser's own numpy entry would read it). A task
+map (version 6) is read inside ext_hook by one nested msgpack call without hooks, and built
+there from its keys and tasks.
 Every index, count and length read from the wire is checked before it is used; Limits are
 checked before decoding starts; a sentinel anywhere but first in an array is refused.
 Version 1 headers (tuples as nested extension payloads) are still read; their nesting is
@@ -73,7 +74,8 @@ class Decoder:
                 exc)
         if state.marks:
             raise DeserializationError(
-                "a tuple or set mark stands elsewhere than first in an array")
+                "a mark stands elsewhere than first in an array (of a tuple, set, record, "
+                "task, large map or numpy array)")
         if len(frame_list) > 1:
             state.payload().check_all_named()
         max_depth = self.limits.max_depth

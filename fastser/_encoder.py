@@ -16,7 +16,7 @@ failure, so the walk carries none.
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
-from ._array_records import short_record
+from ._array_records import plain_str, short_record
 from ._compression import check_compression, compress_payload, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
@@ -296,12 +296,13 @@ class Encoder:
         for one small pickle and nothing else, the pickle as one extension type; for a task
         received unopened, the task's array again (so that it is forwarded byte for byte);
         for a numpy array with the dispatch family's header, the short record."""
-        if len(payload) == 1 and header.get(HEADER_SERIALIZER) == PICKLE_FAMILY:
+        # plain_str: a str subclass is compared, as it is written, by its value.
+        if len(payload) == 1 and plain_str(header.get(HEADER_SERIALIZER)) == PICKLE_FAMILY:
             data = payload[0]
             if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
                 return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
                            else EXT_PICKLE_PICKLED, data)
-            if len(header) == 2 and header.get(HEADER_FORM) == FORM_TASK:
+            if len(header) == 2 and plain_str(header.get(HEADER_FORM)) == FORM_TASK:
                 fields = task_fields_of(data)
                 table = state.task_table()
                 if fields is not None and table is not None:
@@ -311,6 +312,7 @@ class Encoder:
         elif code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
             short = short_record(header)  # a numpy array's (version 8)
             if short is not None:
+                state.records.append((header, obj))  # names it if msgpack refuses its dtype
                 short[3] = frame_refs(payload, state.frames, self.frame_split_size)[0]
                 return short
         state.records.append((header, obj))

@@ -95,6 +95,7 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
 # numpy's descriptor functions are Python code (~5 µs a call); plain dtypes, whose
 # descriptor is a str, are looked up here instead. Bounded: received descriptors are input.
 _MAX_CACHED: Final = 256
+MAX_DESCR_CHARS: Final = 64
 _wire_descrs: Final[dict[Any, str]] = {}
 _dtypes: Final[dict[str, Any]] = {}
 
@@ -120,6 +121,11 @@ def _wire_to_descr(descr: Any, depth: int = 0) -> Any:
     if depth > 32:
         raise DeserializationError("numpy dtype descriptor nested too deeply")
     if type(descr) is str:
+        # A dtype's .str ("<f8", "<M8[ns]", "|V16") is short and has no comma. numpy also
+        # parses "f8,?,..." into a structured dtype: 2 MB of "?," made 1M fields (~215 MB,
+        # 3 s), and the cache below then kept such dtypes alive.
+        if len(descr) > MAX_DESCR_CHARS or "," in descr:
+            raise DeserializationError(f"bad numpy dtype descriptor {descr[:80]!r}")
         return descr
     if type(descr) is list:
         fields = []

@@ -1,6 +1,7 @@
 """Wire version 8's short records of numpy arrays: [mark 24, dtype, flags, ref, *shape] stands
 for a serialized record whose header is the dispatch family's own, and is read back as it."""
 
+import collections
 from typing import Any
 
 import msgpack
@@ -95,6 +96,49 @@ def test_other_headers_keep_the_generic_record_and_are_forwarded_as_they_are(
     assert fastser.dumps({"x": kept}) == frames
 
 
+class Agreeable(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+class Listed(list[Any]):
+    pass
+
+
+class Lying(dict[str, Any]):
+    """Holds an extra entry that its len() and items() do not show (msgpack reads items())."""
+
+    def __len__(self) -> int:
+        return 6
+
+    def items(self) -> Any:
+        return list(header_of("<f8", [2, 3]).items())
+
+
+Shape = collections.namedtuple("Shape", "rows cols")
+
+
+@pytest.mark.parametrize("header", [
+    header_of("<f8", Listed([2, 3])), header_of("<f8", Shape(2, 3)),
+    {**header_of("<f8", [2, 3]), "serializer": Agreeable("dispatch")},
+    Lying(header_of("<f8", [2, 3]), extra=1),
+], ids=["list subclass", "namedtuple", "always-equal str", "dict subclass"])
+def test_headers_read_as_msgpack_reads_them_are_forwarded_byte_for_byte(header: Any) -> None:
+    record = Serialized({}, [bytes(48)])
+    record.header = header  # as set by a caller (the constructor would copy it into a dict)
+    frames = fastser.dumps([record])
+    assert fastser.dumps(fastser.loads(frames, deserialize=False)) == frames
+    assert fastser.dumps([Serialized(header_of("<f8", [2, 3]), [bytes(48)])]) == frames
+
+
+def test_a_dtype_msgpack_refuses_is_named_with_its_path() -> None:
+    header = header_of("\ud800", [1])  # a lone surrogate: not UTF-8
+    with pytest.raises(fastser.SerializationError, match=r"Serialized payload .* at msg\['a'\]\[0\]"):
+        fastser.dumps({"a": [Serialized(header, [bytes(8)])]})
+
+
 class Text(str):
     def __str__(self) -> str:
         return "not the value"
@@ -129,6 +173,7 @@ def hostile(header: Any, frames: int = 1) -> list[Any]:
     (hostile(short("<f8", True, 1)), "is not \\[mark, dtype"),
     (hostile(short("<f8", "2", 1)), "is not \\[mark, dtype"),
     (hostile(short("<f8", 2, 1, -2)), "has the shape \\[-2\\]"),
+    (hostile(short("<f8", 2, 1, 2**62)), "has the shape \\[4611686018427387904\\]"),
     (hostile(short("<f8", 2, 1, 2, "1")), "has the shape \\[2, '1'\\]"),
     (hostile(short("<f8", 2, 2)), "names payload frame 2, but the message has 2"),
     (hostile(short("<f8", 2, 0)), "names payload frame 0"),
@@ -139,7 +184,7 @@ def hostile(header: Any, frames: int = 1) -> list[Any]:
     (hostile([1, mark(EXT_ARRAY_MARK)]), "mark stands elsewhere than first"),
     (hostile([msgpack.ExtType(EXT_ARRAY_MARK, b"x")]), "extension type 24 \\(a mark\\)"),
 ], ids=["alone", "dtype", "flags 4", "flags -1", "flags bool", "flags str", "negative",
-        "str dim", "beyond", "header", "bad ref", "no frames", "twice", "unnamed",
+        "huge dim", "str dim", "beyond", "header", "bad ref", "no frames", "twice", "unnamed",
         "not first", "data"])
 def test_hostile_short_records_raise_deserialization_errors(frames: list[Any],
                                                             reason: str) -> None:

@@ -82,6 +82,16 @@ def test_array_subclass_goes_to_next_family() -> None:
 def test_hostile_numpy_headers_are_refused() -> None:
     header, frames = fastser.serialize(np.arange(4))
     for change in ({"shape": [5]}, {"dtype": "|O"}, {"dtype": [["a", "|O"]]},
-                   {"dtype": 7}, {"shape": "x"}, {"order": "Z"}, {"shape": [-1]}):
+                   {"dtype": 7}, {"shape": "x"}, {"order": "Z"}, {"shape": [-1]},
+                   {"dtype": "?," * 1000}, {"dtype": "<i8,<i8"}, {"dtype": " " * 70 + "<i8"},
+                   {"dtype": [["a", "?," * 1000]]}):
         with pytest.raises(fastser.DeserializationError):
             fastser.deserialize({**header, **change}, frames)
+
+
+def test_hostile_dtype_strings_are_refused_before_numpy_parses_them() -> None:
+    # numpy parses "?,?,..." into a structured dtype: 2 MB of it made 1M fields (~215 MB,
+    # ~3 s), and the dtype cache kept such dtypes alive from message to message.
+    header, frames = fastser.serialize(np.arange(4))
+    with pytest.raises(fastser.DeserializationError, match="bad numpy dtype descriptor"):
+        fastser.deserialize({**header, "dtype": "?," * 1_000_000}, frames)
