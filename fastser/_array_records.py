@@ -73,7 +73,8 @@ def short_record(header: Header) -> Optional[list[Any]]:
             plain_str(values[4]) != NUMPY_TYPE or plain_str(values[5]) != DISPATCH_FAMILY or \
             (order != "C" and order != "F"):
         return None
-    flags = (ARRAY_FORTRAN_FLAG if order == "F" else 0) | (ARRAY_WRITEABLE_FLAG if writeable else 0)
+    flags = ((ARRAY_FORTRAN_FLAG if order == "F" else 0) |
+             (ARRAY_WRITEABLE_FLAG if writeable else 0))
     fields: list[Any] = [ARRAY_MARK, dtype, flags, None]
     for n in shape:
         if type(n) is bool or not isinstance(n, int):
