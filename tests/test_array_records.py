@@ -135,7 +135,8 @@ def test_headers_read_as_msgpack_reads_them_are_forwarded_byte_for_byte(header: 
 
 def test_a_dtype_msgpack_refuses_is_named_with_its_path() -> None:
     header = header_of("\ud800", [1])  # a lone surrogate: not UTF-8
-    with pytest.raises(fastser.SerializationError, match=r"Serialized payload .* at msg\['a'\]\[0\]"):
+    with pytest.raises(fastser.SerializationError,
+                       match=r"Serialized payload .* at msg\['a'\]\[0\]"):
         fastser.dumps({"a": [Serialized(header, [bytes(8)])]})
 
 
