@@ -1,4 +1,4 @@
-"""The floors under five of issue 4's targets, timed side by side in one process.
+"""The floors under six of issue 4's targets, timed side by side in one process.
 
     PY benchmarks/floors.py [--rounds N] [--only 'W4 loads,W1 dumps']
 
@@ -8,6 +8,11 @@ W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
 `Decoder.loads` are the compiled calls without the interpreted public functions around them
 (which keep their docstrings); `reused Packer.pack` is the packing alone; `unpackb + no-op
 hooks` decodes fastser's own W1 header with hooks that do nothing.
+
+W3 loads: what its 7x is made of. pickle with out-of-band buffers is the C baseline for the
+same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the join of
+its two pieces takes one ctypes address per piece and one of their buffer (a memoryview
+shows no address); fastser's header decoded with an ext_hook that does nothing.
 
 W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
 calls; its 5,000 tasks are one task map (wire version 6), read by one nested msgpack call.
@@ -176,6 +181,30 @@ def w5_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
+def w3_loads() -> dict[str, Callable[[], Any]]:
+    template = workloads.arrays_message()
+    floor = msgpack.packb(workloads.convert(template, lambda data: 1, floor=True),
+                          use_bin_type=True)
+    msg = workloads.convert(template, fastser.Serialize)
+    frames = workloads.received_one_buffer(fastser.dumps(msg))
+    unsplit = workloads.received_one_buffer(fastser.dumps(msg, frame_split_size=2**40))
+    pickled = workloads.received_one_buffer(
+        workloads.pickle_dumps(workloads.convert(template, lambda data: data)))
+    header, pieces = frames[0][1:], frames[2:]  # the 100 MiB array's two pieces
+    from fastser._split import join_adjacent  # what loads does to prove them adjacent
+
+    return {
+        "msgpack.unpackb (the floor)": lambda: msgpack.unpackb(
+            floor, raw=False, use_list=False, strict_map_key=False),
+        "fastser.loads": lambda: fastser.loads(frames),
+        "pickle.loads + out-of-band buffers": lambda: workloads.pickle_loads(pickled),
+        "fastser.loads, the array not split": lambda: fastser.loads(unsplit),
+        "unpackb of fastser's header, no hooks": lambda: msgpack.unpackb(
+            header, ext_hook=no_op_ext_hook, use_list=False, raw=False, strict_map_key=False),
+        "joining the 2 pieces (ctypes)": lambda: join_adjacent(pieces),
+    }
+
+
 def w2_dumps() -> dict[str, Callable[[], Any]]:
     msg = [workloads.control_message(i) for i in range(1000)]
     packer = msgpack.Packer(use_bin_type=True)
@@ -220,8 +249,8 @@ def main() -> None:
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
     gc.disable()  # as in suite.py
-    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W4 loads": w4_loads,
-              "W2 dumps": w2_dumps, "W5 loads": w5_loads}
+    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W3 loads": w3_loads,
+              "W4 loads": w4_loads, "W2 dumps": w2_dumps, "W5 loads": w5_loads}
     unknown = set(chosen) - set(groups)
     if unknown:
         parser.error(f"unknown groups {sorted(unknown)}; choose from {list(groups)}")
