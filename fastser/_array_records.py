@@ -30,6 +30,7 @@ HEADER_TEMPLATE: Final[Header] = {DTYPE: "", SHAPE: [], ORDER: "C", WRITEABLE: T
 # Larger dimensions (no array has them) keep the generic record; this bound is a short int,
 # which mypyc compares inline (2**64 - 1 would be a boxed int, ~150 ns a comparison).
 MAX_DIM: Final = 2**62 - 1
+MAX_DIMS: Final = 64  # numpy's own bound (NPY_MAXDIMS, numpy 2; 32 before)
 
 
 def plain_str(value: object) -> Optional[str]:
@@ -76,6 +77,8 @@ def short_record(header: Header) -> Optional[list[Any]]:
     flags = ((ARRAY_FORTRAN_FLAG if order == "F" else 0) |
              (ARRAY_WRITEABLE_FLAG if writeable else 0))
     fields: list[Any] = [ARRAY_MARK, dtype, flags, None]
+    if len(shape) > MAX_DIMS:
+        return None
     for n in shape:
         if type(n) is bool or not isinstance(n, int):
             return None
@@ -88,8 +91,10 @@ def short_record(header: Header) -> Optional[list[Any]]:
 
 def check_short_record(items: list[Any]) -> None:
     """DeserializationError unless a decoded array led by the mark is [mark, str, flags,
-    frame ref, *dims >= 0] (the ref is checked where it is used)."""
-    if len(items) < 4 or type(items[1]) is not str or type(items[2]) is not int or \
+    frame ref, *shape] with at most MAX_DIMS dims from 0 to MAX_DIM (the ref is checked where
+    it is used)."""
+    if not 4 <= len(items) <= 4 + MAX_DIMS or type(items[1]) is not str or \
+            type(items[2]) is not int or \
             not 0 <= items[2] <= ARRAY_FORTRAN_FLAG | ARRAY_WRITEABLE_FLAG:
         raise DeserializationError(
             "a numpy array record is not [mark, dtype, flags, frame ref, *shape]")
@@ -115,15 +120,13 @@ def header_of(items: list[Any]) -> Header:
 
 def direct_loads(deserializers: Optional[tuple[str, ...]]) -> Optional[ShortLoads]:
     """numpy's loads of a short record's fields, when the record's header would reach that
-    very function: the dispatch family allowed and fastser's own, and the numpy entry
-    fastser's (ndarray_loads). None sends the caller the general way, which then raises
-    whatever error there is to raise (numpy missing, say) with its context."""
+    very function now: the dispatch family allowed and fastser's own, and the numpy entry
+    registered and fastser's (ndarray_loads). Asked per array: a payload opened earlier in
+    the message may have registered another. None sends the caller the general way, which
+    also runs numpy's lazy registration (and says why, if numpy cannot be imported)."""
     if deserializers is not None and DISPATCH_FAMILY not in deserializers:
         return None
     if REGISTRY.families.get(DISPATCH_FAMILY) is not BUILTIN_DISPATCH:
         return None
-    try:
-        entry = REGISTRY.for_name(NUMPY_TYPE)  # registers numpy at the first array
-    except Exception:
-        return None
-    return entry.short_loads
+    entry = REGISTRY.by_name.get(NUMPY_TYPE)
+    return None if entry is None else entry.short_loads

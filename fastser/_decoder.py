@@ -22,7 +22,6 @@ from ._array_records import check_short_record, direct_loads, header_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
-from ._registry import ShortLoads
 from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
 from ._maps import dict_of_pairs, task_map_parts
@@ -117,8 +116,6 @@ class DecodeState:
         self.pack_task: Any = None  # a Packer's bound pack, made for the first unopened task
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
-        self.short_asked = False  # whether short_loads() has asked direct_loads
-        self.direct_arrays: Optional[ShortLoads] = None
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -158,16 +155,19 @@ class DecodeState:
         if first is ARRAY_MARK:
             check_short_record(items)
             frame = self.payload().frame_at(items[3])
-            direct = self.short_loads()
-            if direct is not None:
-                try:
-                    array = direct(items[1], items[4:], items[2], frame)
-                except Exception:
-                    pass  # the general way raises it again, with its context
-                else:
-                    self.unscanned += 1  # as open_serialized counts an opened payload
-                    return array
+            decoder = self.decoder
+            direct = direct_loads(decoder.deserializers) if decoder.deserialize else None
             try:
+                if direct is not None:
+                    try:
+                        array = direct(items[1], items[4:], items[2], frame)
+                    except DeserializationError:
+                        raise  # as the general way would raise it (numpy's checks are one)
+                    except Exception:
+                        pass  # the general way raises it again, with the family's context
+                    else:
+                        self.unscanned += 1  # as open_serialized counts an opened payload
+                        return array
                 return self.open_serialized(header_of(items), [frame])
             except DeserializationError as exc:
                 raise chained(DeserializationError(f"{exc} (the payload {where([items[3]])})"),
@@ -233,16 +233,6 @@ class DecodeState:
             except DeserializationError as exc:
                 raise chained(DeserializationError(f"{exc} (task {index} of a task map)"), exc)
         return out
-
-    def short_loads(self) -> Optional[ShortLoads]:
-        """_array_records.direct_loads where payloads are opened, asked once per message."""
-        if self.short_asked:
-            return self.direct_arrays
-        self.short_asked = True
-        decoder = self.decoder
-        found = self.direct_arrays = (direct_loads(decoder.deserializers)
-                                      if decoder.deserialize else None)
-        return found
 
     def pickle_is_builtin(self) -> bool:
         """builtin_pickle(), asked once per message."""

@@ -66,7 +66,8 @@ def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
 def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) -> Any:
     dtype = _wire_to_dtype(descr)
     count = 1
-    good = type(shape) is list and (order == "C" or order == "F")
+    # At most numpy's own number of dims: the count below multiplies them all.
+    good = type(shape) is list and len(shape) <= MAX_DIMS and (order == "C" or order == "F")
     if good:
         for n in shape:  # one pass: validates and counts (this runs per array received)
             if type(n) is not int or n < 0:
@@ -74,7 +75,8 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
                 break
             count *= n
     if not good:
-        raise DeserializationError(f"bad numpy header: shape {shape!r}, order {order!r}")
+        raise DeserializationError(
+            f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
     size = nbytes(frame)
     if count * dtype.itemsize != size:
         raise DeserializationError(
@@ -96,6 +98,7 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
 # descriptor is a str, are looked up here instead. Bounded: received descriptors are input.
 _MAX_CACHED: Final = 256
 MAX_DESCR_CHARS: Final = 64
+MAX_DIMS: Final = 64  # numpy's NPY_MAXDIMS (numpy 2; 32 before)
 _wire_descrs: Final[dict[Any, str]] = {}
 _dtypes: Final[dict[str, Any]] = {}
 

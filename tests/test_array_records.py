@@ -82,10 +82,11 @@ def test_a_record_in_a_dict_key_stays_an_extension_type() -> None:
     header_of("<f8", (2,)), header_of("<f8", [2], writeable=1), header_of("<f8", [2], "K"),
     {1 if key == "order" else key: value for key, value in header_of("<f8", [2]).items()},
     header_of("<f8", [-2]), header_of("<f8", [True]), header_of("<f8", [2**62]),
+    header_of("<f8", [1] * 65),
     header_of(b"<f8", [2]), {**header_of("<f8", [2]), "type": "numpy.matrix"},
     {**header_of("<f8", [2]), "serializer": "mine"},
 ], ids=["extra key", "key order", "tuple shape", "writeable int", "order K", "int key",
-        "negative", "bool dim", "huge dim", "bytes dtype", "other type", "other family"])
+        "negative", "bool dim", "huge dim", "65 dims", "bytes dtype", "other type", "other family"])
 def test_other_headers_keep_the_generic_record_and_are_forwarded_as_they_are(
         header: dict[str, Any]) -> None:
     frames = fastser.dumps({"x": Serialized(header, [b"12345678" * 2])})
@@ -175,6 +176,7 @@ def hostile(header: Any, frames: int = 1) -> list[Any]:
     (hostile(short("<f8", "2", 1)), "is not \\[mark, dtype"),
     (hostile(short("<f8", 2, 1, -2)), "has the shape \\[-2\\]"),
     (hostile(short("<f8", 2, 1, 2**62)), "has the shape \\[4611686018427387904\\]"),
+    (hostile(short("<f8", 2, 1, *[1] * 65)), "is not \\[mark, dtype"),
     (hostile(short("<f8", 2, 1, 2, "1")), "has the shape \\[2, '1'\\]"),
     (hostile(short("<f8", 2, 2)), "names payload frame 2, but the message has 2"),
     (hostile(short("<f8", 2, 0)), "names payload frame 0"),
@@ -185,7 +187,7 @@ def hostile(header: Any, frames: int = 1) -> list[Any]:
     (hostile([1, mark(EXT_ARRAY_MARK)]), "mark stands elsewhere than first"),
     (hostile([msgpack.ExtType(EXT_ARRAY_MARK, b"x")]), "extension type 24 \\(a mark\\)"),
 ], ids=["alone", "dtype", "flags 4", "flags -1", "flags bool", "flags str", "negative",
-        "huge dim", "str dim", "beyond", "header", "bad ref", "no frames", "twice", "unnamed",
+        "huge dim", "65 dims", "str dim", "beyond", "header", "bad ref", "no frames", "twice", "unnamed",
         "not first", "data"])
 def test_hostile_short_records_raise_deserialization_errors(frames: list[Any],
                                                             reason: str) -> None:
