@@ -78,12 +78,18 @@ class Decoder:
         if len(frame_list) > 1:
             state.payload().check_all_named()
         max_depth = self.limits.max_depth
-        # A level of nesting takes at least a byte of header (an array) or two (a map), so
-        # N bytes holding A arrays nest at most (N + A) // 2 deep. Past that bound the bytes
-        # are scanned, and only a header the scan says may nest too deep is walked. The scan
-        # cannot see into values made from bytes (state.unscanned: the walk decides, keys
-        # included), and a task map or bytes-frame list nests TASK_MAP_DEPTH levels where it
-        # sees an extension type (hence a smaller budget; under zero the walk decides).
+        # A level of nesting takes at least one byte of header if it is an array, two if
+        # it is a map (its header, and the other half of the entry the path does not take),
+        # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
+        # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
+        # maps of scalars), and only a header they say may nest too deep is walked. The
+        # scan cannot see into bytes that became values (state.unscanned): a message
+        # holding any is walked, keys included (an opened payload may be a key). A task map
+        # (or a list of bytes frames) nests up to TASK_MAP_DEPTH levels where the scan sees
+        # an extension type: with one, the scan's budget is that much less, and under
+        # TASK_MAP_DEPTH the walk decides (the scan checks a budget only where it meets a
+        # container, and a task map may be the whole message). msgpack itself stops at 1024
+        # levels.
         budget = max_depth - TASK_MAP_DEPTH if state.ext_containers else max_depth
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
                 (state.unscanned > 0 or budget < 0 or
