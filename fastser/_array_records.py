@@ -12,32 +12,21 @@ time of decoding W3's whole message without its payloads. The short record holds
 from typing import Any, Final, Optional
 
 from ._errors import DeserializationError
-from ._packing import ARRAY_MARK, INT_VALUE, STR_VALUE
+from ._packing import ARRAY_MARK, INT_VALUE, plain_str
 from ._registry import REGISTRY, ShortLoads
 from ._serialize import BUILTIN_DISPATCH, DISPATCH_FAMILY
 from ._types import Header
-from ._wire import ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_SERIALIZER, HEADER_TYPE
+from ._wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_DTYPE, HEADER_ORDER,
+                    HEADER_SERIALIZER, HEADER_SHAPE, HEADER_TYPE, HEADER_WRITEABLE, NUMPY_TYPE)
 
-# The header's keys, in the order the dispatch family writes them.
-DTYPE: Final = "dtype"
-SHAPE: Final = "shape"
-ORDER: Final = "order"
-WRITEABLE: Final = "writeable"
-NUMPY_TYPE: Final = "numpy.ndarray"
 # What a short record stands for, its dtype, shape and flags to be set in a copy.
-HEADER_TEMPLATE: Final[Header] = {DTYPE: "", SHAPE: [], ORDER: "C", WRITEABLE: True,
-                                  HEADER_TYPE: NUMPY_TYPE, HEADER_SERIALIZER: DISPATCH_FAMILY}
+HEADER_TEMPLATE: Final[Header] = {
+    HEADER_DTYPE: "", HEADER_SHAPE: [], HEADER_ORDER: "C", HEADER_WRITEABLE: True,
+    HEADER_TYPE: NUMPY_TYPE, HEADER_SERIALIZER: DISPATCH_FAMILY}
 # Larger dimensions (no array has them) keep the generic record; this bound is a short int,
 # which mypyc compares inline (2**64 - 1 would be a boxed int, ~150 ns a comparison).
 MAX_DIM: Final = 2**62 - 1
 MAX_DIMS: Final = 64  # numpy's own bound (NPY_MAXDIMS, numpy 2; 32 before)
-
-
-def plain_str(value: object) -> Optional[str]:
-    """A str's value, as msgpack would write it (a subclass as its base value); else None."""
-    if type(value) is str:
-        return value
-    return STR_VALUE(value) if isinstance(value, str) else None
 
 
 def short_record(header: Header) -> Optional[list[Any]]:
@@ -58,9 +47,11 @@ def short_record(header: Header) -> Optional[list[Any]]:
     for key, value in entries.items():  # (not by key: a str subclass may hash as it likes)
         name = plain_str(key)
         index = len(values)
-        if name is None or name != (DTYPE if index == 0 else SHAPE if index == 1 else
-                                    ORDER if index == 2 else WRITEABLE if index == 3 else
-                                    HEADER_TYPE if index == 4 else HEADER_SERIALIZER):
+        # The keys in the order the dispatch family writes them.
+        if name is None or name != (HEADER_DTYPE if index == 0 else HEADER_SHAPE if index == 1
+                                    else HEADER_ORDER if index == 2 else HEADER_WRITEABLE
+                                    if index == 3 else HEADER_TYPE if index == 4
+                                    else HEADER_SERIALIZER):
             return None
         values.append(value)
     dtype = plain_str(values[0])
@@ -72,13 +63,11 @@ def short_record(header: Header) -> Optional[list[Any]]:
     if dtype is None or type(shape) is tuple or not isinstance(shape, (list, tuple)) or \
             type(writeable) is not bool or \
             plain_str(values[4]) != NUMPY_TYPE or plain_str(values[5]) != DISPATCH_FAMILY or \
-            (order != "C" and order != "F"):
+            (order != "C" and order != "F") or len(shape) > MAX_DIMS:
         return None
     flags = ((ARRAY_FORTRAN_FLAG if order == "F" else 0) |
              (ARRAY_WRITEABLE_FLAG if writeable else 0))
     fields: list[Any] = [ARRAY_MARK, dtype, flags, None]
-    if len(shape) > MAX_DIMS:
-        return None
     for n in shape:
         if type(n) is bool or not isinstance(n, int):
             return None
@@ -110,11 +99,11 @@ def header_of(items: list[Any]) -> Header:
     flags: int = items[2]
     # A copy of the template, then four values set: cheaper than a dict built key by key.
     header = HEADER_TEMPLATE.copy()
-    header[DTYPE] = items[1]
-    header[SHAPE] = items[4:]
+    header[HEADER_DTYPE] = items[1]
+    header[HEADER_SHAPE] = items[4:]
     if flags & ARRAY_FORTRAN_FLAG:
-        header[ORDER] = "F"
-    header[WRITEABLE] = flags & ARRAY_WRITEABLE_FLAG != 0
+        header[HEADER_ORDER] = "F"
+    header[HEADER_WRITEABLE] = flags & ARRAY_WRITEABLE_FLAG != 0
     return header
 
 

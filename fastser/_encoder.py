@@ -16,7 +16,7 @@ failure, so the walk carries none.
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
-from ._array_records import plain_str, short_record
+from ._array_records import short_record
 from ._compression import check_compression, compress_payload, maybe_compress
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
@@ -25,7 +25,7 @@ from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_arr
                     task_map)
 from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_REFS,
                        PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
-                       Packers, ext)
+                       Packers, ext, plain_str)
 from ._paths import find_path
 from ._registry import REGISTRY
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,

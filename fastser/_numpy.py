@@ -15,7 +15,8 @@ from ._dispatch import single_frame
 from ._errors import DeserializationError, chained
 from ._registry import REGISTRY, register_serialization
 from ._types import Frame, Header, nbytes
-from ._wire import ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, OUT_OF_BAND_BYTES
+from ._wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_DTYPE, HEADER_ORDER,
+                    HEADER_SHAPE, HEADER_WRITEABLE, NUMPY_TYPE, OUT_OF_BAND_BYTES)
 
 np: Final[Any] = importlib.import_module("numpy")
 npy_format: Final[Any] = importlib.import_module("numpy.lib.format")
@@ -40,10 +41,10 @@ def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
         order = "C"
         flat = np.ascontiguousarray(x).reshape(-1)  # the one copy of a strided array
     header: Header = {
-        "dtype": _wire_descr(dtype),
-        "shape": list(shape),
-        "order": order,
-        "writeable": bool(flags.writeable),
+        HEADER_DTYPE: _wire_descr(dtype),
+        HEADER_SHAPE: list(shape),
+        HEADER_ORDER: order,
+        HEADER_WRITEABLE: bool(flags.writeable),
     }
     # A uint8 view of the contiguous data: no copy, and datetime dtypes, which refuse the
     # buffer protocol, still give a frame.
@@ -51,9 +52,9 @@ def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
 
 
 def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
-    frame = single_frame(frames, "numpy.ndarray")
-    return array_of(header.get("dtype"), header.get("shape"), header.get("order"),
-                    header.get("writeable") is True, frame)
+    frame = single_frame(frames, NUMPY_TYPE)
+    return array_of(header.get(HEADER_DTYPE), header.get(HEADER_SHAPE),
+                    header.get(HEADER_ORDER), header.get(HEADER_WRITEABLE) is True, frame)
 
 
 def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
@@ -168,5 +169,5 @@ def _parse_dtype(descr: Any) -> Any:
 
 
 def register() -> None:
-    register_serialization(np.ndarray, ndarray_dumps, ndarray_loads, name="numpy.ndarray")
-    REGISTRY.by_name["numpy.ndarray"].short_loads = short_array
+    register_serialization(np.ndarray, ndarray_dumps, ndarray_loads, name=NUMPY_TYPE)
+    REGISTRY.by_name[NUMPY_TYPE].short_loads = short_array

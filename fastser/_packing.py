@@ -7,7 +7,7 @@ made to write it.
 """
 
 from collections.abc import Iterable
-from typing import Any, Final, cast
+from typing import Any, Final, Optional, cast
 
 import msgpack
 
@@ -71,6 +71,13 @@ INT_VALUE: Final = int.__int__
 FLOAT_VALUE: Final = float.__float__
 STR_VALUE: Final = str.__str__
 BYTES_VALUE: Final = bytes.__bytes__
+
+
+def plain_str(value: object) -> Optional[str]:
+    """A str's value, as msgpack writes it (a subclass as its base value); else None."""
+    if type(value) is str:
+        return value
+    return STR_VALUE(value) if isinstance(value, str) else None
 
 
 def as_base_type(obj: object) -> object:

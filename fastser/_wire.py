@@ -100,6 +100,12 @@ FORM_TASK: Final = "task"
 HEADER_SERIALIZER: Final = "serializer"
 HEADER_TYPE: Final = "type"
 HEADER_COMPRESSION: Final = "compression"
+# The dispatch family's numpy header (_numpy writes it; version 8's short record stands for it).
+NUMPY_TYPE: Final = "numpy.ndarray"
+HEADER_DTYPE: Final = "dtype"
+HEADER_SHAPE: Final = "shape"
+HEADER_ORDER: Final = "order"
+HEADER_WRITEABLE: Final = "writeable"
 
 # Bytes-likes of at least this size leave the header frame and travel as their own frames.
 OUT_OF_BAND_BYTES: Final = 65536
