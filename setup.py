@@ -34,6 +34,7 @@ COMPILED_MODULES = [
     "fastser/_types.py",
     "fastser/_wire.py",
     "fastser/_limits.py",
+    "fastser/_placed.py",
     "fastser/wrappers.py",
     "fastser/_registry.py",
     "fastser/_dispatch.py",

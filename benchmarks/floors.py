@@ -9,10 +9,12 @@ W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
 (which keep their docstrings); `reused Packer.pack` is the packing alone; `unpackb + no-op
 hooks` decodes fastser's own W1 header with hooks that do nothing.
 
-W3 loads: what its 7x is made of. pickle with out-of-band buffers is the C baseline for the
-same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the join of
-its two pieces takes one ctypes address per piece and one of their buffer (a memoryview
-shows no address); fastser's header decoded with an ext_hook that does nothing.
+W3 loads: what its ratio is made of. pickle with out-of-band buffers is the C baseline for
+the same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the
+join of its two pieces as FrameReader handed them out (known adjacent from where it placed
+them), and as unpack_frames did (a slice of the caller's buffer: one ctypes address per
+piece and one of their buffer, as a memoryview shows no address); fastser's header decoded
+with an ext_hook that does nothing.
 
 W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
 calls; its 5,000 tasks are one task map (wire version 6), read by one nested msgpack call.
@@ -191,6 +193,7 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
     pickled = workloads.received_one_buffer(
         workloads.pickle_dumps(workloads.convert(template, lambda data: data)))
     header, pieces = frames[0][1:], frames[2:]  # the 100 MiB array's two pieces
+    unplaced = fastser.unpack_frames(bytearray(fastser.pack_frames(fastser.dumps(msg))))[2:]
     from fastser._split import join_adjacent  # what loads does to prove them adjacent
 
     return {
@@ -201,7 +204,8 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
         "fastser.loads, the array not split": lambda: fastser.loads(unsplit),
         "unpackb of fastser's header, no hooks": lambda: msgpack.unpackb(
             header, ext_hook=no_op_ext_hook, use_list=False, raw=False, strict_map_key=False),
-        "joining the 2 pieces (ctypes)": lambda: join_adjacent(pieces),
+        "joining the 2 pieces (placed)": lambda: join_adjacent(pieces),
+        "joining the 2 pieces (ctypes)": lambda: join_adjacent(unplaced),
     }
 
 

@@ -11,6 +11,7 @@ from typing import Final, Optional
 
 from ._errors import FrameError
 from ._limits import DEFAULT_LIMITS, Limits
+from ._placed import PLACED_MIN_BYTES, place as place_frame
 from ._types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 
 WORD: Final = 8  # bytes per uint64 in the prelude
@@ -150,15 +151,23 @@ def frame_runs(lengths: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
-                 gaps: bool = False) -> list[memoryview]:
+                 gaps: bool = False, place: bool = False) -> list[memoryview]:
     """The frames as slices of `view` from `start` on: laid out by frame_start when `gaps`
-    (frame_layout's), else end to end."""
+    (frame_layout's), else end to end. `place`: `view` is a reader's own buffer, whose
+    large frames are placed (_placed) so that loads joins split pieces by their place."""
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
+    placed = False  # whether the frame before was placed
     for length in lengths:
+        end_before = start  # where the frame before ended
         if gaps:
             start = frame_start(start, length)
-        frames.append(view[start:start + length])
+        frame = view[start:start + length]
+        frames.append(frame)
+        if place:
+            placed = length >= PLACED_MIN_BYTES or (placed and start == end_before)
+            if placed:
+                place_frame(frame, view, start, start + length)
         start += length
     return frames
 
@@ -172,9 +181,11 @@ def slice_runs(received: list[bytes], lengths: Sequence[int]) -> list[Frame]:
     run = -1
     pos = size = 0  # in the current run
     view = memoryview(b"")
+    placed = False  # whether the frame before was placed (in this run)
     for length in lengths:
         if not length:
             frames.append(memoryview(b""))  # its own: a receiver may release it
+            placed = False
             continue
         if pos == size:  # the run is used up: the frame starts the next one
             run += 1
@@ -183,9 +194,15 @@ def slice_runs(received: list[bytes], lengths: Sequence[int]) -> list[Frame]:
             if size == length:
                 frames.append(data)
                 pos = size
+                placed = False
                 continue
             view = memoryview(data)
-        frames.append(view[pos:pos + length])
+            placed = False
+        frame = view[pos:pos + length]
+        frames.append(frame)
+        placed = length >= PLACED_MIN_BYTES or placed
+        if placed:  # a split frame's pieces share a run: loads joins them by their place
+            place_frame(frame, view, pos, pos + length)
         pos += length
     return frames
 
@@ -279,7 +296,7 @@ class FrameReader:
             if self.frame < len(self.lengths):
                 break  # the frames continue in the next bytes
             # Complete (a message without frame bytes completes with its prelude).
-            messages.append(slice_frames(memoryview(body), self.lengths, 0, self.gaps))
+            messages.append(slice_frames(memoryview(body), self.lengths, 0, self.gaps, True))
             self.count = -1
             self.body = None
         return messages

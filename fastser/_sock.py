@@ -143,7 +143,7 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
             where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
             raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
-    return decoder.loads(slice_frames(view, lengths, 0, gaps))
+    return decoder.loads(slice_frames(view, lengths, 0, gaps, True))
 
 
 def receive_buffer(size: int) -> memoryview:

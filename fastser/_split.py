@@ -5,13 +5,15 @@ Strategy: splitting never copies (the pieces are memoryviews of the caller's fra
 joining does not copy either when the pieces lie end to end in one buffer — as they do when
 they come from one receive buffer (fastser.sock, FrameReader, unpack_frames) or straight
 from split_frames in the same process. The join then returns a view of that buffer; only
-pieces scattered over several buffers are copied into a new bytearray.
+pieces scattered over several buffers are copied into a new bytearray. A fastser reader's
+pieces are known adjacent from where it placed them (_placed); others by their addresses.
 """
 
 import ctypes
 from typing import Final, Optional, Union, cast
 
 from ._buffers import buffer_address
+from ._placed import join_placed
 from ._types import FRAME_ALIGNMENT, MEMORYVIEW, Frame, byte_view, nbytes
 from ._wire import OUT_OF_BAND_BYTES
 
@@ -91,6 +93,9 @@ def merge_frames(pieces: list[Frame]) -> Frame:
 def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
     """A view spanning `pieces` when they are memoryviews of one buffer that follow one
     another in it without a gap; None otherwise."""
+    placed = join_placed(cast(list[object], pieces))
+    if placed is not None:
+        return placed  # a fastser reader's frames: no address needed
     first = pieces[0]
     if type(first) is not MEMORYVIEW or first.obj is None:
         return None

@@ -78,7 +78,7 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
             # tornado annotates a bytearray; it takes any writable buffer.
             await stream.read_into(cast(bytearray, view[piece:min(piece + MAX_IO_BYTES, stop)]))
     # Zero-copy: the frames are slices of the one buffer the bytes were read into.
-    return slice_frames(view, lengths, 0, gaps)
+    return slice_frames(view, lengths, 0, gaps, True)
 
 
 def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:
