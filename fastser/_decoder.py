@@ -3,8 +3,9 @@
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
 is no second walk over the result: ext_hook rebuilds payloads and turns a mark into a
 sentinel (_marks), and list_hook (DecodeState.__call__) turns an array led by a sentinel into
-its tuple, set or frozenset, record, task, dict (a large map) or numpy array (a short record,
-version 8, built without its header where fastser's own numpy entry would read it). A task
+its list, tuple, set or frozenset, record, task, dict (a large map) or numpy array (a short
+record, version 8, built without its header where fastser's own numpy entry would read it),
+and one led by the int TUPLE_LEAD into a tuple (version 9: no extension type). A task
 map (version 6) is read inside ext_hook by one nested msgpack call without hooks, and built
 there from its keys and tasks.
 Every index, count and length read from the wire is checked before it is used; Limits are
@@ -25,8 +26,8 @@ from ._limits import DEFAULT_LIMITS, Limits
 from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
 from ._maps import dict_of_pairs, task_map_parts
-from ._marks import (ARRAY_MARK, MAP_MARK, MARKS, PICKLED_MARK, SERIALIZED_MARK, SET_MARK,
-                     TASK_PICKLED_MARK, TASK_SERIALIZED_MARK, TUPLE_MARK, Mark, unpack,
+from ._marks import (ARRAY_MARK, LIST_MARK, MAP_MARK, MARKS, PICKLED_MARK, SERIALIZED_MARK,
+                     SET_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK, TUPLE_MARK, Mark, unpack,
                      unpack_plain, unpack_ref)
 from ._serialize import (builtin_pickle, check_families, deserialize_within,
                          unpickle_directly)
@@ -36,7 +37,8 @@ from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FR
                     EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
                     EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED,
                     EXT_SET, EXT_TASK_MAP, EXT_TUPLE, FORM_TASK, HEADER_FORM,
-                    HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY, TASK_MAP_DEPTH)
+                    HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY, TASK_MAP_DEPTH,
+                    TUPLE_LEAD, TUPLE_LEAD_VERSION)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
@@ -61,8 +63,8 @@ class Decoder:
 
     def loads(self, frames: Sequence[Frame]) -> Any:
         frame_list = frame_list_of(frames)
-        size, body = header_body(frame_list, self.limits)
-        state = DecodeState(self, frame_list)
+        size, body, version = header_body(frame_list, self.limits)
+        state = DecodeState(self, frame_list, version >= TUPLE_LEAD_VERSION)
         try:
             msg = unpack(body, state.ext_hook, state)
         except FastserError:
@@ -103,8 +105,9 @@ class Decoder:
 class DecodeState:
     """What one loads call needs inside msgpack's ext_hook."""
 
-    def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
+    def __init__(self, decoder: Decoder, frames: list[Frame], tuple_leads: bool) -> None:
         self.decoder = decoder
+        self.tuple_leads = tuple_leads  # whether an array led by TUPLE_LEAD is a tuple (v9)
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
@@ -139,6 +142,10 @@ class DecodeState:
             return items
         first = items[0]
         if type(first) is not Mark:
+            if type(first) is int and first == TUPLE_LEAD and self.tuple_leads:
+                self.collections += 1
+                del items[0]
+                return tuple(items)
             return items
         self.marks -= 1
         if first is TASK_SERIALIZED_MARK or first is TASK_PICKLED_MARK:
@@ -178,8 +185,10 @@ class DecodeState:
             except DeserializationError as exc:
                 raise chained(DeserializationError(f"{exc} (the payload {where([items[3]])})"),
                               exc)
-        self.collections += 1
         del items[0]
+        if first is LIST_MARK:
+            return items
+        self.collections += 1
         if first is TUPLE_MARK:
             return tuple(items)
         if first is SET_MARK:

@@ -4,13 +4,13 @@ extension-type placeholders plus out-of-band payload frames.
 Strategy: the walk returns each value unchanged when msgpack can encode it as is (exact
 str/int/float/bool/None, small bytes, dicts and lists of such), and builds a new container
 only on the path to a value it had to replace, so a plain control message is walked but
-never copied. Tuples, sets and frozensets become arrays led by an empty extension type
-that marks them; big ints, small bytearrays and memoryviews become extension types;
-bytes-likes of OUT_OF_BAND_BYTES or more leave as frames of their own (never copied);
-wrappers and other objects become serialized records in the same pass; a dict of many
-Serialize tasks, once walked, becomes one task map, and any other dict of many entries an
-array led by a map mark. The path of an object that fails is searched for only after the
-failure, so the walk carries none.
+never copied. Tuples become arrays led by the int TUPLE_LEAD; sets, frozensets and lists
+led by that int, arrays led by an empty extension type that marks them; big ints, small
+bytearrays and memoryviews extension types; bytes-likes of OUT_OF_BAND_BYTES or more leave
+as frames of their own (never copied); wrappers and other objects become serialized records
+in the same pass; a dict of many Serialize tasks, once walked, becomes one task map, and
+any other dict of many entries an array led by a map mark. The path of an object that
+fails is searched for only after the failure, so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,9 +23,10 @@ from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
 from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_array,
                     task_map)
-from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, MEMORYVIEW_FRAME_REFS,
-                       PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK,
-                       Packers, ext, plain_str)
+from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
+                       MEMORYVIEW_FRAME_REFS, PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK,
+                       TASK_SERIALIZED_MARK, Packers, escape_leads, ext, leads_like_a_tuple,
+                       plain_str)
 from ._paths import find_path
 from ._registry import REGISTRY
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
@@ -60,8 +61,7 @@ class EncodeState:
         self.frames: list[Frame] = [b""]  # frames[0], the header, is written last
         self.packers = packers
         self.records: list[tuple[Header, object]] = []
-        # > 0 while a dict key or a set item is walked: what is made there must be hashable,
-        # which a task's array is not.
+        # > 0 while a dict key or set item is walked: what is made there must be hashable.
         self.hashable = 0
         self.functions: Optional[FunctionTable] = None  # made at the first task
         # _serialize.builtin_families(), asked again when a family was registered since.
@@ -78,8 +78,7 @@ class EncodeState:
         return table
 
     def pack_nested(self, obj: object) -> bytes:
-        data: bytes = self.packers.record.pack(obj)
-        return data
+        return cast(bytes, self.packers.record.pack(obj))
 
 
 class Encoder:
@@ -99,9 +98,8 @@ class Encoder:
         self.compression: Optional[str] = check_compression(compression)
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
-        # Whether Serialize payloads may take the shortcut of _serialize.pickle_directly
-        # (a task, or the direct pickle writer): the chain must be ("dispatch", "pickle")
-        # or ("pickle",).
+        # Whether Serialize payloads may take _serialize.pickle_directly's shortcut (a task,
+        # or the direct pickle writer): the chain is ("dispatch", "pickle") or ("pickle",).
         self.direct_chain: bool = (
             self.serializers == DEFAULT_SERIALIZERS or self.serializers == PICKLE_ONLY)
         self.dispatch_first: bool = self.serializers == DEFAULT_SERIALIZERS
@@ -229,7 +227,8 @@ class Encoder:
                 run = add_bytes_frames(obj, state.frames, self.frame_split_size)
                 if run is not None:
                     return ext(EXT_BYTES_FRAMES, state.pack_nested(run))
-        out: Optional[list[Any]] = None
+        # A list led by TUPLE_LEAD would read as a tuple: LIST_MARK leads it (version 9).
+        out: Optional[list[Any]] = [LIST_MARK] if leads_like_a_tuple(obj) else None
         index = 0
         for item in obj:
             t = type(item)
@@ -322,7 +321,7 @@ class Encoder:
             # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
             return ext(code, state.pack_nested([header, refs]))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
-        return [mark, header, refs]
+        return [mark, escape_leads(header), refs]
 
     def unpackable(self, state: EncodeState, exc: Exception) -> SerializationError:
         """The error for a message msgpack refused: the walk let through only what msgpack

@@ -24,9 +24,10 @@ def frame_list_of(frames: object) -> list[Any]:
         f"frames must be a list of bytes-like frames, not {type(frames).__qualname__}")
 
 
-def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object]:
-    """The size of frame 0 and its msgpack body (bytes, or a view of a large header), after
-    checking every frame against `limits` and the version byte against those readable."""
+def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object, int]:
+    """The size of frame 0, its msgpack body (bytes, or a view of a large header) and its
+    wire version, after checking every frame against `limits` and the version byte against
+    those readable."""
     size = check_frames(frame_list, limits)
     header = frame_list[0]
     body: object
@@ -50,4 +51,4 @@ def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object]:
         raise DeserializationError(
             f"frame 0 is not a fastser header of wire version {WIRE_VERSION} or earlier "
             f"(first byte: {found})")
-    return size, body
+    return size, body, version

@@ -5,8 +5,8 @@ from typing import Any, Final
 
 import msgpack
 
-from ._wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_MAP_MARK, EXT_PICKLED_MARK,
-                    EXT_SERIALIZED_MARK, EXT_SET_MARK, EXT_TASK_PICKLED_MARK,
+from ._wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_LIST_MARK, EXT_MAP_MARK,
+                    EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK, EXT_TASK_PICKLED_MARK,
                     EXT_TASK_SERIALIZED_MARK, EXT_TUPLE_MARK)
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
@@ -32,11 +32,12 @@ TASK_SERIALIZED_MARK: Final = Mark()
 TASK_PICKLED_MARK: Final = Mark()
 MAP_MARK: Final = Mark()
 ARRAY_MARK: Final = Mark()
+LIST_MARK: Final = Mark()
 MARKS: Final = {EXT_TUPLE_MARK: TUPLE_MARK, EXT_SET_MARK: SET_MARK,
                 EXT_FROZENSET_MARK: FROZENSET_MARK, EXT_SERIALIZED_MARK: SERIALIZED_MARK,
                 EXT_PICKLED_MARK: PICKLED_MARK, EXT_TASK_SERIALIZED_MARK: TASK_SERIALIZED_MARK,
                 EXT_TASK_PICKLED_MARK: TASK_PICKLED_MARK, EXT_MAP_MARK: MAP_MARK,
-                EXT_ARRAY_MARK: ARRAY_MARK}
+                EXT_ARRAY_MARK: ARRAY_MARK, EXT_LIST_MARK: LIST_MARK}
 
 
 def unpack_ref(data: bytes) -> Any:

@@ -16,9 +16,10 @@ from typing import Final
 # such tasks as one extension type (EXT_TASK_MAP), and any other map of many entries as an
 # array led by a mark (EXT_MAP_MARK). Version 7 writes a list of large bytes values as one
 # extension type (EXT_BYTES_FRAMES). Version 8 writes the record of a numpy array whose
-# header is the dispatch family's own as a short array (EXT_ARRAY_MARK). Decoders read all
-# eight.
-WIRE_VERSION: Final = 8
+# header is the dispatch family's own as a short array (EXT_ARRAY_MARK). Version 9 leads a
+# tuple's array with the int TUPLE_LEAD instead of EXT_TUPLE_MARK, and a list that begins
+# with that int with EXT_LIST_MARK. Decoders read all nine.
+WIRE_VERSION: Final = 9
 OLDEST_READABLE_VERSION: Final = 1
 
 # Extension codes of the placeholders in frames[0]. User values never produce extension
@@ -86,6 +87,15 @@ EXT_BYTES_FRAMES: Final = 23
 # "serializer": "dispatch"} (see _array_records): one str to decode where that header's map
 # has ten.
 EXT_ARRAY_MARK: Final = 24
+# Version 9: an array led by the int TUPLE_LEAD is a tuple of the remaining items, and one
+# led by EXT_LIST_MARK a list of them; the encoder writes the latter only for a list whose
+# first item is an int equal to TUPLE_LEAD. A tuple then costs the decoder no extension
+# type: msgpack calls ext_hook for each (~1.5k instructions: 4% of a control message with
+# one tuple key), and list_hook, which sees every array anyway, tells the int apart. It is
+# negative fixint's last value, one byte, rare at the head of a list.
+TUPLE_LEAD: Final = -32
+EXT_LIST_MARK: Final = 25
+TUPLE_LEAD_VERSION: Final = 9  # headers of earlier versions hold no TUPLE_LEAD tuples
 ARRAY_FORTRAN_FLAG: Final = 1  # a short record's flags: order "F" (else "C")
 ARRAY_WRITEABLE_FLAG: Final = 2  # and the sender's array was writeable
 TASK_CALL: Final = 0

@@ -19,7 +19,8 @@ import fastser
 from fastser import (Decoder, DeserializationError, Pickled, Serialize, Serialized, ToPickle,
                      deserialize)
 from fastser._task import FunctionTable
-from fastser._wire import EXT_PICKLE_SERIALIZED, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK
+from fastser._wire import (EXT_PICKLE_SERIALIZED, EXT_TASK_PICKLED_MARK, EXT_TASK_SERIALIZED_MARK,
+                           TUPLE_LEAD)
 
 from strategies import examples
 from tasks_shared import SAFE, TASK_HEADER, body, header_of, mark, same
@@ -51,7 +52,7 @@ def test_tasks_travel_as_arrays_and_come_back_with_their_types(task: Any) -> Non
     if type(task) is functools.partial:  # not a message type: the pickle fallback
         assert written["f"][0][0] == mark(EXT_TASK_PICKLED_MARK)
     else:  # a tuple in a message is a message tuple
-        assert written["f"][0][0] == msgpack.ExtType(12, b"")
+        assert written["f"][0][0] == TUPLE_LEAD
     out = fastser.loads(frames)
     assert same(out["s"], task) and same(out["p"], task) and same(out["f"][0], task)
     assert out["s"] is not out["p"]

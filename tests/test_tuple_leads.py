@@ -1,0 +1,99 @@
+"""Wire version 9: a tuple is an array led by the int -32 (no extension type), and a list
+that begins with -32 is led by its own mark, wherever msgpack writes it: in the message, in a
+record's header (packed as it is, not walked), under a dict subclass, as a namedtuple."""
+
+import collections
+import enum
+from typing import Any
+
+import msgpack
+import pytest
+
+import fastser
+from fastser import DeserializationError, Serialized
+from fastser._packing import escape_leads
+from fastser._wire import EXT_LIST_MARK, TUPLE_LEAD
+
+Point = collections.namedtuple("Point", "x y")
+
+
+class Level(enum.IntEnum):
+    LOW = -32
+
+
+class Headers(dict):  # type: ignore[type-arg]
+    pass
+
+
+def body(frames: list[Any]) -> Any:
+    """The header as msgpack reads it, extension types kept as they are."""
+    return msgpack.unpackb(bytes(frames[0])[1:], strict_map_key=False)
+
+
+def header_with_version(version: int, value: Any) -> list[bytes]:
+    return [bytes([version]) + msgpack.packb(value, use_bin_type=True)]
+
+
+def test_tuples_are_led_by_the_int_and_lists_that_begin_with_it_by_a_mark() -> None:
+    msg = {"t": (1, "x"), "l": [-32, 1], "both": [(-32,), [-32]], "not": [1, -32]}
+    written = body(fastser.dumps(msg))
+    assert written["t"] == [TUPLE_LEAD, 1, "x"]
+    assert written["l"] == [msgpack.ExtType(EXT_LIST_MARK, b""), -32, 1]
+    assert written["both"] == [[TUPLE_LEAD, -32], [msgpack.ExtType(EXT_LIST_MARK, b""), -32]]
+    assert written["not"] == [1, -32]
+    out = fastser.loads(fastser.dumps(msg))
+    assert out == msg and type(out["t"]) is tuple and type(out["l"]) is list
+    assert type(out["both"][0]) is tuple and type(out["both"][1]) is list
+
+
+def test_a_message_with_tuples_costs_the_decoder_no_extension_type() -> None:
+    codes: list[int] = []
+
+    def hook(code: int, data: bytes) -> Any:
+        codes.append(code)
+        return None
+
+    frames = fastser.dumps({"key": ("x", 0), "keys": [("y", i) for i in range(3)]})
+    msgpack.unpackb(bytes(frames[0])[1:], ext_hook=hook, strict_map_key=False)
+    assert codes == []
+
+
+def test_version_8_headers_keep_a_list_led_by_the_int() -> None:
+    assert fastser.loads(header_with_version(8, {"a": [-32, 1]})) == {"a": [-32, 1]}
+    assert fastser.loads(header_with_version(9, {"a": [-32, 1]})) == {"a": (1,)}
+    assert fastser.loads(header_with_version(9, [-32])) == ()
+
+
+def test_a_tuple_led_key_holding_a_list_is_refused_not_crashed() -> None:
+    assert fastser.loads(header_with_version(9, {(-32, (-32, 1)): [-32, [1]]})) == {
+        ((1,),): ([1],)}
+    raw = bytes([9]) + b"\x81\x92\xe0\x91\x01\x01"  # {[-32, [1]]: 1}
+    with pytest.raises(DeserializationError):
+        fastser.loads([raw])
+
+
+def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() -> None:
+    header = Headers({"serializer": "nothing", "list": [-32, [-32, (-32,)]], "tuple": (-32, 1),
+                      "named": Point(-32, 2), "enum": [Level.LOW, 3],
+                      "deep": {"a": [[1], {"b": [-32]}]}, "plain": [1, 2]})
+    record = Serialized(header, [b"frame"])
+    frames = fastser.dumps({"r": record})
+    kept = fastser.loads(frames, deserialize=False)["r"]
+    assert kept.header == {"serializer": "nothing", "list": [-32, [-32, (-32,)]],
+                           "tuple": (-32, 1), "named": [-32, 2], "enum": [-32, 3],
+                           "deep": {"a": [[1], {"b": [-32]}]}, "plain": [1, 2]}
+    assert type(kept.header["list"]) is list and type(kept.header["tuple"]) is tuple
+    assert type(kept.header["named"]) is list and type(kept.header["enum"][0]) is int
+    again = fastser.dumps({"r": kept})
+    assert list(map(bytes, again)) == list(map(bytes, frames))
+
+
+def test_escape_leads_copies_only_what_it_must() -> None:
+    plain = {"serializer": "pickle", "writeable": [True, False], "shape": (3, -32)}
+    assert escape_leads(plain) is plain
+    nested = {"a": [1], "b": {"c": [-32]}}
+    escaped: Any = escape_leads(nested)
+    assert escaped is not nested and nested == {"a": [1], "b": {"c": [-32]}}  # not mutated
+    assert escaped["a"] is nested["a"]
+    assert escaped["b"]["c"] == [msgpack.ExtType(EXT_LIST_MARK, b""), -32]
+    assert escape_leads((1, [-32])) == (1, [msgpack.ExtType(EXT_LIST_MARK, b""), -32])
