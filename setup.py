@@ -46,6 +46,7 @@ COMPILED_MODULES = [
     "fastser/_pickle.py",
     "fastser/_serialize.py",
     "fastser/_packing.py",
+    "fastser/_leads.py",
     "fastser/_maps.py",
     "fastser/_split.py",
     "fastser/_compression.py",

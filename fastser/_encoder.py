@@ -18,6 +18,7 @@ from typing import Any, Final, Optional, cast
 
 from ._array_records import short_record
 from ._compression import check_compression, compress_payload, maybe_compress
+from ._leads import escaped_header, leads_like_a_tuple
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
 from ._limits import DEFAULT_MAX_DEPTH
@@ -25,8 +26,7 @@ from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_arr
                     task_map)
 from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                        MEMORYVIEW_FRAME_REFS, PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK,
-                       TASK_SERIALIZED_MARK, Packers, escape_leads, ext, leads_like_a_tuple,
-                       plain_str)
+                       TASK_SERIALIZED_MARK, Packers, ext, plain_str)
 from ._paths import find_path
 from ._registry import REGISTRY
 from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
@@ -227,7 +227,7 @@ class Encoder:
                 run = add_bytes_frames(obj, state.frames, self.frame_split_size)
                 if run is not None:
                     return ext(EXT_BYTES_FRAMES, state.pack_nested(run))
-        # A list led by TUPLE_LEAD would read as a tuple: LIST_MARK leads it (version 9).
+        # A list that may read back led by TUPLE_LEAD is led by LIST_MARK (version 9).
         out: Optional[list[Any]] = [LIST_MARK] if leads_like_a_tuple(obj) else None
         index = 0
         for item in obj:
@@ -321,7 +321,7 @@ class Encoder:
             # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
             return ext(code, state.pack_nested([header, refs]))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
-        return [mark, escape_leads(header), refs]
+        return [mark, escaped_header(header, obj), refs]
 
     def unpackable(self, state: EncodeState, exc: Exception) -> SerializationError:
         """The error for a message msgpack refused: the walk let through only what msgpack

@@ -153,8 +153,9 @@ def frame_runs(lengths: Sequence[int]) -> list[tuple[int, int]]:
 def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
                  gaps: bool = False, place: bool = False) -> list[memoryview]:
     """The frames as slices of `view` from `start` on: laid out by frame_start when `gaps`
-    (frame_layout's), else end to end. `place`: `view` is a reader's own buffer, whose
-    large frames are placed (_placed) so that loads joins split pieces by their place."""
+    (frame_layout's), else end to end. `place`: `view` is a reader's own buffer (a view of
+    all of its bytearray or mmap), whose large frames are placed (_placed) so that loads
+    joins split pieces by their place."""
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
     placed = False  # whether the frame before was placed
@@ -167,7 +168,7 @@ def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
         if place:
             placed = length >= PLACED_MIN_BYTES or (placed and start == end_before)
             if placed:
-                place_frame(frame, view, start, start + length)
+                place_frame(frame, start, start + length)
         start += length
     return frames
 
@@ -202,7 +203,7 @@ def slice_runs(received: list[bytes], lengths: Sequence[int]) -> list[Frame]:
         frames.append(frame)
         placed = length >= PLACED_MIN_BYTES or placed
         if placed:  # a split frame's pieces share a run: loads joins them by their place
-            place_frame(frame, view, pos, pos + length)
+            place_frame(frame, pos, pos + length)
         pos += length
     return frames
 

@@ -1,7 +1,6 @@
 """How fastser's header is written with msgpack: extension types built without msgpack's
 validating constructor, the marks, the extension types naming payload frames, and the
-packers with the `default` that marks tuples, sets and frozensets, and the lists that would
-read as tuples. Sits on _types and _wire.
+packers with the `default` that marks tuples, sets and frozensets. Sits on _types and _wire.
 
 The encoder (_encoder.py) decides what goes into the header; this module is how msgpack is
 made to write it.
@@ -66,61 +65,6 @@ def mark_collection(obj: object) -> object:
         return as_base_type(obj)
     marked.extend(cast(Iterable[Any], obj))
     return marked
-
-
-def leads_like_a_tuple(items: list[Any]) -> bool:
-    """Whether a list's array would begin with TUPLE_LEAD (and so read as a tuple): its
-    first item an int of that value. Lists are packed as they are, so the encoder leads
-    these with LIST_MARK."""
-    if not items:
-        return False
-    first = items[0]
-    return type(first) is int and first == TUPLE_LEAD
-
-
-def escape_leads(value: object) -> object:
-    """`value`, a family's record header, with every array msgpack would write for it that
-    begins with TUPLE_LEAD led by LIST_MARK; `value` itself when there is none (the usual
-    case: nothing is copied). Headers are packed as they are, not walked, so this looks
-    into them as plain msgpack does: a list or tuple subclass is an array, a dict
-    subclass's items() a map, an int subclass its value. Dict keys and set items are left:
-    an array there could not be read back as a key (it is a list) whatever its lead."""
-    t = type(value)
-    if t is str or t is int or t is float or t is bool or value is None or t is bytes:
-        return value
-    if isinstance(value, dict):
-        out: Optional[dict[Any, Any]] = None
-        index = 0
-        for key, item in value.items():
-            new_item = escape_leads(item)
-            if out is None and new_item is not item:
-                out = dict(list(value.items())[:index])  # the entries before: unchanged
-            if out is not None:
-                out[key] = new_item
-            index += 1
-        return value if out is None else out
-    if not isinstance(value, (list, tuple)):
-        return value  # a set, or what msgpack refuses anyway
-    items: Optional[list[Any]] = None
-    first: object = None
-    index = 0
-    for item in cast(Iterable[Any], value):
-        if index == 0:
-            first = item
-        new_item = escape_leads(item)
-        if items is None and new_item is not item:
-            items = list(cast(Iterable[Any], value))[:index]
-        if items is not None:
-            items.append(new_item)
-        index += 1
-    if t is tuple:  # mark_collection leads it with TUPLE_LEAD: only its items matter
-        return value if items is None else tuple(items)
-    if index and isinstance(first, int) and not isinstance(first, bool) and \
-            INT_VALUE(first) == TUPLE_LEAD:
-        out_items = list(cast(Iterable[Any], value)) if items is None else items
-        out_items.insert(0, LIST_MARK)
-        return out_items
-    return value if items is None else items
 
 
 # The base types' own conversions: they read a subclass's value as plain msgpack reads it,

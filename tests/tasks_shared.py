@@ -7,7 +7,7 @@ from typing import Any
 
 import msgpack
 
-from fastser._wire import EXT_TASK_SERIALIZED_MARK, WIRE_VERSION
+from fastser._wire import EXT_LIST_MARK, EXT_TASK_SERIALIZED_MARK, WIRE_VERSION
 
 TASK_HEADER = {"serializer": "pickle", "form": "task"}
 SAFE = ("dispatch", "msgpack", "error")
@@ -15,6 +15,13 @@ SAFE = ("dispatch", "msgpack", "error")
 
 def body(frames: list[Any]) -> Any:
     return msgpack.unpackb(bytes(frames[0])[1:], raw=False, strict_map_key=False)
+
+
+def listed(array: list[Any]) -> list[Any]:
+    """The items of a list's array: a list led by a payload carries the list mark first (a
+    payload may read back as -32, a tuple's lead; wire version 9)."""
+    assert array[0] == mark(EXT_LIST_MARK)
+    return array[1:]
 
 
 def header_of(obj: Any) -> list[Any]:

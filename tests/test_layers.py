@@ -12,7 +12,7 @@ LAYERS = [
     {"_pickle_writer", "_pickle_opcodes", "_pickle_reader", "_task"},
     {"_dispatch", "_numpy", "_pickle"},
     {"_buffers"},
-    {"_split", "_compression", "_packing", "_maps"},
+    {"_split", "_compression", "_packing", "_leads", "_maps"},
     {"_serialize"},
     {"_paths", "_walk", "_depth", "_frame_refs", "_header", "_array_records", "_marks", "_encoder",
      "_decoder", "_codec"},

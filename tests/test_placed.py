@@ -2,6 +2,8 @@
 ctypes address), and only those: out of order, from two messages, or another object at a
 placed view's id, they are not."""
 
+import tracemalloc
+
 import numpy as np
 
 import fastser
@@ -60,10 +62,23 @@ def test_a_placement_ends_with_the_view_it_placed() -> None:
     assert len(PLACED) == before
 
 
+def test_released_frames_free_their_buffer_though_still_referenced() -> None:
+    tracemalloc.start()
+    try:
+        frames = received({"b": b"q" * (8 * MiB)}, 2 * MiB)
+        assert tracemalloc.get_traced_memory()[0] >= 8 * MiB
+        for frame in frames:
+            frame.release()
+        assert tracemalloc.get_traced_memory()[0] < MiB  # the frame objects live on
+        assert all(id(frame) in PLACED for frame in frames[1:])
+    finally:
+        tracemalloc.stop()
+
+
 def test_another_object_at_a_placed_id_is_not_taken_for_it() -> None:
     buffer = memoryview(bytearray(100))
     placed, other = buffer[0:50], buffer[50:100]
-    place(placed, buffer, 0, 50)
+    place(placed, 0, 50)
     # As if `other` had been allocated where a placed view died before its entry went.
     PLACED[id(other)] = PLACED.pop(id(placed))
     try:

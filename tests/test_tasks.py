@@ -23,7 +23,7 @@ from fastser._wire import (EXT_PICKLE_SERIALIZED, EXT_TASK_PICKLED_MARK, EXT_TAS
                            TUPLE_LEAD)
 
 from strategies import examples
-from tasks_shared import SAFE, TASK_HEADER, body, header_of, mark, same
+from tasks_shared import SAFE, TASK_HEADER, body, header_of, listed, mark, same
 
 
 def task_fields(task: Any) -> Any:
@@ -50,7 +50,7 @@ def test_tasks_travel_as_arrays_and_come_back_with_their_types(task: Any) -> Non
     written = body(frames)
     assert written["s"][0] == mark() and written["p"][0] == mark(EXT_TASK_PICKLED_MARK)
     if type(task) is functools.partial:  # not a message type: the pickle fallback
-        assert written["f"][0][0] == mark(EXT_TASK_PICKLED_MARK)
+        assert listed(written["f"])[0][0] == mark(EXT_TASK_PICKLED_MARK)
     else:  # a tuple in a message is a message tuple
         assert written["f"][0][0] == TUPLE_LEAD
     out = fastser.loads(frames)
@@ -308,7 +308,7 @@ def test_later_tasks_name_their_function_by_index() -> None:
     tasks = [(operator.add, "a", 1), functools.partial(operator.add, 2), (operator.mul, 3),
              (operator.add, "b", 4)]
     frames = fastser.dumps([Serialize(task) for task in tasks])
-    written = body(frames)
+    written = listed(body(frames))
     assert [fields[1:4] for fields in written] == [
         [0, "_operator", "add"], [1, 0, {}], [0, "_operator", "mul"], [0, 0, "b"]]
     out = fastser.loads(frames)
@@ -320,7 +320,8 @@ def test_later_tasks_name_their_function_by_index() -> None:
     assert fastser.dumps(kept) == frames  # indexes again, as they came
     # A message mixing forwarded and new tasks names each function once.
     mixed = fastser.dumps([kept[1], Serialize((operator.add, 5)), kept[2]])
-    assert [fields[1:3] for fields in body(mixed)] == [[1, "_operator"], [0, 0], [0, "_operator"]]
+    assert [fields[1:3] for fields in listed(body(mixed))] == [
+        [1, "_operator"], [0, 0], [0, "_operator"]]
 
 
 def test_functions_builtins_and_classes_are_each_named_once() -> None:
@@ -330,14 +331,14 @@ def test_functions_builtins_and_classes_are_each_named_once() -> None:
         (math.hypot, 5.0, 12.0), (types.SimpleNamespace,), (functools.reduce, "g")]
     tasks += [(json.dumps, "x"), (json.dumps, "y")]  # a Python function
     frames = fastser.dumps([Serialize(task) for task in tasks])
-    assert [fields[2:4] for fields in body(frames)] == [
+    assert [fields[2:4] for fields in listed(body(frames))] == [
         ["math", "hypot"], ["types", "SimpleNamespace"], ["_functools", "reduce"],
         [0, 5.0], [1], [2, "g"], ["json", "dumps"], [3, "y"]]
     assert all(same(a, b) for a, b in zip(fastser.loads(frames), tasks))
     kept = fastser.loads(frames, deserialize=False)
     mixed = fastser.dumps([kept[1], Serialize((types.SimpleNamespace,)), kept[0],
                            Serialize((math.hypot, 1.0, 1.0))])
-    assert [fields[2:4] for fields in body(mixed)] == [
+    assert [fields[2:4] for fields in listed(body(mixed))] == [
         ["types", "SimpleNamespace"], [0], ["math", "hypot"], [1, 1.0]]
 
 
@@ -347,7 +348,7 @@ def test_equal_builtins_of_other_names_keep_their_names() -> None:
     assert first == second and first is not second
     tasks = [(first, 1), (second, 2), (first, 3), (second, 4)]
     frames = fastser.dumps([Serialize(task) for task in tasks])
-    assert [fields[2:4] for fields in body(frames)] == [
+    assert [fields[2:4] for fields in listed(body(frames))] == [
         ["_thread", "start_new_thread"], ["_thread", "start_new"], [0, 3], [1, 4]]
     assert [task[0] for task in fastser.loads(frames)] == [first, second, first, second]
     assert [task[0].__name__ for task in fastser.loads(frames)] == [

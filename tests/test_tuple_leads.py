@@ -4,14 +4,15 @@ record's header (packed as it is, not walked), under a dict subclass, as a named
 
 import collections
 import enum
+import pickle
 from typing import Any
 
 import msgpack
 import pytest
 
 import fastser
-from fastser import DeserializationError, Serialized
-from fastser._packing import escape_leads
+from fastser import DeserializationError, Serialize, Serialized, ToPickle
+from fastser._leads import escaped_header
 from fastser._wire import EXT_LIST_MARK, TUPLE_LEAD
 
 Point = collections.namedtuple("Point", "x y")
@@ -88,12 +89,57 @@ def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() ->
     assert list(map(bytes, again)) == list(map(bytes, frames))
 
 
+def test_a_header_list_led_by_an_extension_type_that_reads_as_the_int_stays_a_list() -> None:
+    # fastser's ext_hook reads whatever extension type a family's header holds.
+    header = {"serializer": "nothing", "ext": [msgpack.ExtType(4, b"\xe0"), 1]}
+    kept = fastser.loads(fastser.dumps([Serialized(header, [b""])]), deserialize=False)
+    assert kept[0].header["ext"] == [-32, 1]
+
+
 def test_escape_leads_copies_only_what_it_must() -> None:
     plain = {"serializer": "pickle", "writeable": [True, False], "shape": (3, -32)}
-    assert escape_leads(plain) is plain
+    assert escaped_header(plain, None) is plain
     nested = {"a": [1], "b": {"c": [-32]}}
-    escaped: Any = escape_leads(nested)
+    escaped: Any = escaped_header(nested, None)
     assert escaped is not nested and nested == {"a": [1], "b": {"c": [-32]}}  # not mutated
     assert escaped["a"] is nested["a"]
     assert escaped["b"]["c"] == [msgpack.ExtType(EXT_LIST_MARK, b""), -32]
-    assert escape_leads((1, [-32])) == (1, [msgpack.ExtType(EXT_LIST_MARK, b""), -32])
+    assert escaped_header({"t": (1, [-32])}, None) == {
+        "t": (1, [msgpack.ExtType(EXT_LIST_MARK, b""), -32])}
+
+
+@pytest.mark.parametrize("msg", [
+    [Serialize(-32), None], [ToPickle(-32)], {"k": [Serialize(-32), "a", "b"]},
+    [Level.LOW, 2], [Serialized({"serializer": "pickle"}, [pickle.dumps(-32)]), 1]],
+    ids=["serialize", "to_pickle", "nested", "pickled_object", "serialized"])
+def test_a_first_item_that_reads_back_as_the_int_keeps_its_list(msg: Any) -> None:
+    # The decoder sees -32 only once a record or a pickle has been opened.
+    out = fastser.loads(fastser.dumps(msg))
+    expected = fastser.loads(fastser.dumps(msg, serializers=["pickle"]))
+    assert out == expected and type(out) is type(msg)
+    lists = [out] if type(out) is list else [out["k"]]
+    assert all(type(item) is list and -32 in item for item in lists)
+
+
+def test_an_encoders_default_that_makes_the_int_keeps_its_list() -> None:
+    encoder = fastser.Encoder(serializers=["msgpack"], default=int)
+    out = fastser.loads(encoder.dumps({"levels": [Level.LOW, Level.LOW], "t": (Level.LOW,)}))
+    assert out == {"levels": [-32, -32], "t": (-32,)} and type(out["levels"]) is list
+
+
+def test_a_header_that_holds_itself_or_nests_too_deep_is_refused_not_crashed() -> None:
+    loop: dict[str, Any] = {"serializer": "nothing"}
+    loop["again"] = loop
+    deep: list[Any] = [-32]
+    for _ in range(100_000):
+        deep = [deep]
+    for header in (loop, {"serializer": "nothing", "deep": deep}):
+        with pytest.raises(fastser.SerializationError, match=r"msg\['r'\]"):
+            fastser.dumps({"r": Serialized(header, [b"frame"])})
+
+
+def test_a_header_key_that_msgpack_writes_as_a_plain_array_is_refused() -> None:
+    for header in ({"serializer": "nothing", "k": {Point(-32, 7): "v"}},
+                   {"serializer": "nothing", "s": {(1, Point(5, 7))}}):
+        with pytest.raises(fastser.SerializationError, match=r"Point in a dict key or set"):
+            fastser.dumps({"r": [Serialized(header, [b"frame"])]})
