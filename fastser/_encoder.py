@@ -18,9 +18,9 @@ from typing import Any, Final, Optional, cast
 
 from ._array_records import short_record
 from ._compression import check_compression, compress_payload, maybe_compress
-from ._leads import escaped_header, leads_like_a_tuple
 from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
+from ._leads import escaped_header, leads_like_a_tuple
 from ._limits import DEFAULT_MAX_DEPTH
 from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_array,
                     task_map)
