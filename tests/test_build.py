@@ -106,8 +106,8 @@ def test_signatures_survive() -> None:
 
 
 def test_dumps_and_loads_take_their_arguments_every_way() -> None:
-    # A bare call takes a shortcut past the keyword-only parameters (_facade.bare_calls_to);
-    # every other call must behave as the documented signature says.
+    # The public names are the compiled functions behind a partial (_facade.compiled_as):
+    # every call must behave as the documented signature says.
     msg = {"key": ("x", 1), "data": b"y" * 70_000, 3: [1.5, None]}
     frames = fastser.dumps(msg)
     assert fastser.dumps(msg=msg) == frames
