@@ -5,8 +5,8 @@
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
 
 W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
-`Decoder.loads` are the compiled calls without the interpreted public functions around them
-(which keep their docstrings); `reused Packer.pack` is the packing alone; `unpackb + no-op
+`Decoder.loads` are the compiled methods the public functions reach (through a partial and
+a compiled function that checks the options); `reused Packer.pack` is the packing alone; `unpackb + no-op
 hooks` decodes fastser's own W1 header with hooks that do nothing.
 
 W3 loads: what its ratio is made of. pickle with out-of-band buffers is the C baseline for
@@ -31,6 +31,11 @@ with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per c
 Packer.pack` is the packing alone: on a batch of 1,000 messages the Packer's set-up is spread
 thin, so fastser's ratio to the floor is at least 1 + walk / pack.
 
+W1 and W2 dumps, `bare walk + reused Packer`: benchmarks/bare_walk.py, compiled with mypyc
+here (mypy is in the bench extra), visits every entry and item and checks its type, building
+and marking nothing, before the reused Packer packs the message: the least a mypyc walk over
+msgpack can cost, so a ratio above 1 there puts the target out of reach of this design.
+
 W5 loads: a received bytes value must own its memory, so every codec copies each 64 KiB
 value once. distributed's values are inline in its msgpack header, where msgpack copies them
 in C. fastser's are out-of-band frames named by extension types (zero-copy dumps), so each
@@ -46,8 +51,11 @@ import functools
 import gc
 import os
 import pickle
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -90,15 +98,54 @@ def task_map_ext_hook(code: int, data: bytes) -> Any:
     return data
 
 
+def compiled_bare_walk() -> tuple[Callable[[Any], bool], str]:
+    """bare_walk.plain compiled with mypyc into a temporary directory (about 20 s), and its
+    label; the interpreted one, labelled so, where mypyc is not installed."""
+    here = Path(__file__).resolve().parent
+    try:
+        import mypyc  # noqa: F401
+    except ImportError:
+        import bare_walk
+        return bare_walk.plain, "bare walk (NOT compiled) + reused Packer"
+    build = Path(tempfile.mkdtemp(prefix="fastser-bare-walk-"))
+    shutil.copy(here / "bare_walk.py", build)
+    subprocess.run([sys.executable, "-m", "mypyc", "bare_walk.py"], cwd=build, check=True,
+                   capture_output=True)
+    sys.path.insert(0, str(build))
+    import bare_walk
+    sys.path.remove(str(build))
+    if bare_walk.__file__ is None or bare_walk.__file__.endswith(".py"):
+        raise RuntimeError(f"bare_walk was not compiled: {bare_walk.__file__}")
+    return bare_walk.plain, "bare walk + reused Packer"
+
+
+def bare_walk_then(packer: Any, msg: Any) -> Callable[[], Any]:
+    walk, label = BARE_WALK[0] if BARE_WALK else compiled_bare_walk()
+    BARE_WALK[:] = [(walk, label)]
+    if walk(msg) is not True:
+        raise RuntimeError("bare_walk found something to change in a plain message")
+
+    def call() -> Any:
+        walk(msg)
+        return packer.pack(msg)
+
+    return call
+
+
+BARE_WALK: list[tuple[Callable[[Any], bool], str]] = []
+
+
 def w1_dumps() -> dict[str, Callable[[], Any]]:
     msg = workloads.control_message(7)
     encoder = fastser.Encoder()
     packer = msgpack.Packer(use_bin_type=True)
+    walk_then_pack = bare_walk_then(packer, msg)
     return {
         "msgpack.packb (the floor)": lambda: msgpack.packb(msg, use_bin_type=True),
         "fastser.dumps": lambda: fastser.dumps(msg),
         "Encoder.dumps": lambda: encoder.dumps(msg),
         "reused Packer.pack": lambda: packer.pack(msg),
+        BARE_WALK[0][1]: walk_then_pack,
     }
 
 
@@ -212,10 +259,12 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
 def w2_dumps() -> dict[str, Callable[[], Any]]:
     msg = [workloads.control_message(i) for i in range(1000)]
     packer = msgpack.Packer(use_bin_type=True)
+    walk_then_pack = bare_walk_then(packer, msg)
     return {
         "msgpack.packb (the floor)": lambda: msgpack.packb(msg, use_bin_type=True),
         "fastser.dumps": lambda: fastser.dumps(msg),
         "reused Packer.pack": lambda: packer.pack(msg),
+        BARE_WALK[0][1]: walk_then_pack,
     }
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite of issue 4 in one command: builds fastser compiled and pure, each with
-# the bench extra (distributed, msgspec, numpy, lz4, zstandard), into two fresh virtual
+# the bench extra (distributed, msgspec, numpy, lz4, zstandard, mypy), into two fresh virtual
 # environments, then runs benchmarks/suite.py with both. Extra arguments go to suite.py
 # (--rounds N, --only W1,W4, --json, --gc). Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
