@@ -5,9 +5,10 @@
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
 
 W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
-`Decoder.loads` are the compiled methods the public functions reach (through a partial and
-a compiled function that checks the options); `reused Packer.pack` is the packing alone; `unpackb + no-op
-hooks` decodes fastser's own W1 header with hooks that do nothing.
+`Decoder.loads` are the compiled methods the public functions reach (through a partial
+and a compiled function that checks the options); `reused Packer.pack` is the packing
+alone; `unpackb + no-op hooks` decodes fastser's own W1 header with hooks that do
+nothing.
 
 W3 loads: what its ratio is made of. pickle with out-of-band buffers is the C baseline for
 the same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the

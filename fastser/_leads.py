@@ -43,7 +43,8 @@ def escaped_header(header: Header, payload: object) -> object:
     TUPLE_LEAD led by LIST_MARK; `header` itself when there is none (the usual case:
     nothing is copied). UnencodableError (naming `payload`) for a dict key or set item that
     msgpack would write as an array no mark leads: read back, it would be a list, which no
-    dict or set can hold (or, led by -32, another tuple)."""
+    dict or set can hold (or, led by -32, another tuple); and for a msgpack.ExtType, which
+    the decoder's ext_hook would take for one of fastser's own."""
     return escape_leads(header, payload, 0)
 
 
@@ -72,6 +73,10 @@ def escape_leads(value: object, payload: object, depth: int) -> object:
         return value
     if not isinstance(value, (list, tuple)):
         return value  # what msgpack refuses anyway
+    if isinstance(value, ExtType):
+        raise UnencodableError(payload, (
+            "a record header holds a msgpack.ExtType, which fastser's decoder would read as "
+            "one of its own extension types (a pickle, a frame, a mark), not as what it is"))
     items: Optional[list[Any]] = None
     first: object = None
     index = 0
@@ -86,9 +91,8 @@ def escape_leads(value: object, payload: object, depth: int) -> object:
         index += 1
     if t is tuple:  # mark_collection leads it with TUPLE_LEAD: only its items matter
         return value if items is None else tuple(items)
-    # A msgpack.ExtType first reads back as what fastser's ext_hook makes of it: maybe -32.
-    if index and (isinstance(first, ExtType) or isinstance(first, int) and
-                  not isinstance(first, bool) and INT_VALUE(first) == TUPLE_LEAD):
+    if index and isinstance(first, int) and not isinstance(first, bool) and \
+            INT_VALUE(first) == TUPLE_LEAD:
         out_items = list(cast(Iterable[Any], value)) if items is None else items
         out_items.insert(0, LIST_MARK)
         return out_items

@@ -89,11 +89,15 @@ def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() ->
     assert list(map(bytes, again)) == list(map(bytes, frames))
 
 
-def test_a_header_list_led_by_an_extension_type_that_reads_as_the_int_stays_a_list() -> None:
-    # fastser's ext_hook reads whatever extension type a family's header holds.
-    header = {"serializer": "nothing", "ext": [msgpack.ExtType(4, b"\xe0"), 1]}
-    kept = fastser.loads(fastser.dumps([Serialized(header, [b""])]), deserialize=False)
-    assert kept[0].header["ext"] == [-32, 1]
+@pytest.mark.parametrize("value", [
+    [msgpack.ExtType(4, b"\xe0"), 1], msgpack.ExtType(17, b"x"),
+    {"k": [1, msgpack.ExtType(5, b"")]}, (msgpack.ExtType(20, b""),)],
+    ids=["leading_bigint", "pickle", "nested_mark", "in_tuple"])
+def test_a_header_holding_an_extension_type_is_refused(value: Any) -> None:
+    # fastser's ext_hook would read it as one of its own: an int, a pickle, a mark.
+    header = {"serializer": "nothing", "ext": value}
+    with pytest.raises(fastser.SerializationError, match=r"msgpack.ExtType.*msg\[0\]"):
+        fastser.dumps([Serialized(header, [b""])])
 
 
 def test_escape_leads_copies_only_what_it_must() -> None:
