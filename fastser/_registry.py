@@ -5,6 +5,7 @@ deserializing; a registration can wait until the module that defines its type is
 (numpy is registered that way, so fastser never imports it on its own).
 """
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Optional
 
@@ -53,6 +54,10 @@ class Registry:
         self.by_name: dict[str, DispatchEntry] = {}
         # top-level module name -> functions that register its types when first needed
         self.lazy: dict[str, list[Callable[[], None]]] = {}
+        # Every top-level module ever given one, whether its registrations ran or not; and
+        # the lock they run under (reentrant: a registration may look a type up itself).
+        self.lazy_modules: set[str] = set()
+        self.lazy_lock = threading.RLock()
         # Types known to have no entry (no lazy registration pending for their module):
         # the pickle fallback asks about every task's type, so misses are remembered.
         # Any registration empties it.
@@ -63,7 +68,7 @@ class Registry:
             return None
         entry = self.by_type.get(cls)
         if entry is None:
-            if self.lazy and self._run_lazy(cls.__module__.partition(".")[0]):
+            if self.lazy_modules and self._run_lazy(cls.__module__.partition(".")[0]):
                 entry = self.by_type.get(cls)
             if entry is None:
                 self.misses.add(cls)
@@ -90,11 +95,16 @@ class Registry:
         return family
 
     def _run_lazy(self, toplevel: str) -> bool:
-        registers = self.lazy.pop(toplevel, None)
-        if registers is None:
+        """Run the registrations waiting for `toplevel`, once; whether it ever had any (the
+        caller then looks again). Another thread may be running them (numpy's import takes
+        a while): the lock waits for it, so the second look finds what they registered."""
+        if toplevel not in self.lazy_modules:
             return False
-        for register in registers:
-            register()
+        with self.lazy_lock:
+            registers = self.lazy.pop(toplevel, None)
+            if registers is not None:
+                for register in registers:
+                    register()
         return True
 
 
@@ -112,7 +122,9 @@ def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: T
 
 
 def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
-    REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
+    with REGISTRY.lazy_lock:
+        REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
+        REGISTRY.lazy_modules.add(toplevel_module)
     REGISTRY.misses.clear()
 
 
