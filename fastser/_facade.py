@@ -34,7 +34,11 @@ def compiled_as(compiled: Callable[..., Any]) -> Callable[[Function], Function]:
     message. A partial with nothing bound passes the call on in C for ~10 ns.
     """
     def decorate(full: Function) -> Function:
-        return cast(Function, functools.update_wrapper(functools.partial(compiled), full))
+        public = functools.update_wrapper(functools.partial(compiled), full)
+        # pickle saves a partial with its __dict__, so `full` (as __wrapped__) by reference:
+        # it must be reachable by its qualified name, which is now through the public one.
+        full.__qualname__ = f"{full.__qualname__}.__wrapped__"
+        return cast(Function, public)
     return decorate
 
 

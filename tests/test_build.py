@@ -5,6 +5,7 @@ import importlib
 import inspect
 import os
 import pathlib
+import pickle
 import pydoc
 
 import pytest
@@ -127,6 +128,15 @@ def test_dumps_and_loads_take_their_arguments_every_way() -> None:
         fastser.loads(frames, frames=frames)  # type: ignore[misc]
     with pytest.raises(fastser.DeserializationError):
         fastser.loads(frames[:1])
+
+
+def test_dumps_and_loads_pickle_as_functions_do() -> None:
+    # Shipped to another process (a process pool, a Dask task) by pickle.
+    msg = {"key": ("x", 1), "data": [1.5, None]}
+    dumps, loads = pickle.loads(pickle.dumps((fastser.dumps, fastser.loads)))
+    assert loads(dumps(msg)) == msg
+    assert dumps.__doc__ == fastser.dumps.__doc__
+    assert inspect.signature(loads) == inspect.signature(fastser.loads)
 
 
 def test_all_is_complete() -> None:
