@@ -70,11 +70,16 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
     # At most numpy's own number of dims: the count below multiplies them all.
     good = type(shape) is list and len(shape) <= MAX_DIMS and (order == "C" or order == "F")
     if good:
-        for n in shape:  # one pass: validates and counts (this runs per array received)
-            if type(n) is not int or n < 0:
+        dims: list[Any] = shape  # typed: mypyc iterates, compares and multiplies natively
+        for n in dims:  # one pass: validates and counts (this runs per array received)
+            if type(n) is not int:
                 good = False
                 break
-            count *= n
+            dim: int = n
+            if dim < 0:
+                good = False
+                break
+            count *= dim
     if not good:
         raise DeserializationError(
             f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
