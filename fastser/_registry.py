@@ -5,6 +5,7 @@ deserializing; a registration can wait until the module that defines its type is
 (numpy is registered that way, so fastser never imports it on its own).
 """
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Optional
@@ -54,10 +55,18 @@ class Registry:
         self.by_name: dict[str, DispatchEntry] = {}
         # top-level module name -> functions that register its types when first needed
         self.lazy: dict[str, list[Callable[[], None]]] = {}
-        # Every top-level module ever given one, whether its registrations ran or not; and
-        # the lock they run under (reentrant: a registration may look a type up itself).
+        # Every top-level module ever given one, run or not: a lookup of its names looks
+        # again after _run_lazy, which may have waited for another thread to run them.
         self.lazy_modules: set[str] = set()
-        self.lazy_lock = threading.RLock()
+        # top-level module -> the thread running its registrations, set when they are done,
+        # and those not yet done (the one running first).
+        self.running: dict[str, tuple[int, threading.Event, list[Callable[[], None]]]] = {}
+        # Guards lazy and running only, never held while a registration runs: that may
+        # import, and an import in another thread may register (a lock held across both
+        # would deadlock with the import lock).
+        self.lazy_lock = threading.Lock()
+        # Bumped by every registration: a miss recorded while one was made is dropped.
+        self.generation = 0
         # Types known to have no entry (no lazy registration pending for their module):
         # the pickle fallback asks about every task's type, so misses are remembered.
         # Any registration empties it.
@@ -66,16 +75,18 @@ class Registry:
     def for_type(self, cls: type) -> Optional[DispatchEntry]:
         if cls in self.misses:  # first: asked for every task, whose type is a miss
             return None
+        generation = self.generation
         entry = self.by_type.get(cls)
         if entry is None:
             if self.lazy_modules and self._run_lazy(cls.__module__.partition(".")[0]):
                 entry = self.by_type.get(cls)
             if entry is None:
                 self.misses.add(cls)
-                # A registration in another thread between the lookup and the add: undo.
-                entry = self.by_type.get(cls)
-                if entry is not None:
+                # A registration since the lookup (another thread's), of this type or one
+                # pending for its module: the miss may be wrong, so it is not kept.
+                if self.generation != generation:
                     self.misses.discard(cls)
+                    entry = self.by_type.get(cls)
         return entry
 
     def for_name(self, name: str) -> DispatchEntry:
@@ -95,20 +106,52 @@ class Registry:
         return family
 
     def _run_lazy(self, toplevel: str) -> bool:
-        """Run the registrations waiting for `toplevel`, once; whether it ever had any (the
-        caller then looks again). Another thread may be running them (numpy's import takes
-        a while): the lock waits for it, so the second look finds what they registered."""
+        """Run the registrations waiting for `toplevel`; whether it ever had any (the caller
+        then looks again). Another thread running them (numpy's import takes a while) is
+        waited for; the thread running them, asking again from inside one, is not. If one
+        raises, it is dropped and the rest wait for the next lookup."""
         if toplevel not in self.lazy_modules:
             return False
-        with self.lazy_lock:
-            registers = self.lazy.pop(toplevel, None)
-            if registers is not None:
-                for register in registers:
-                    register()
-        return True
+        me = threading.get_ident()
+        while True:
+            done = threading.Event()
+            with self.lazy_lock:
+                running = self.running.get(toplevel)
+                registers = None if running is not None else self.lazy.pop(toplevel, None)
+                if registers is not None:
+                    self.running[toplevel] = (me, done, registers)
+            if registers is None:
+                if running is None or running[0] == me:
+                    return True
+                running[1].wait()
+                continue  # more may have come meanwhile
+            try:
+                while registers:
+                    registers[0]()
+                    del registers[0]  # done: a fork from here on does not run it again
+            except BaseException:
+                del registers[0]  # it raised: dropped
+                raise
+            finally:
+                with self.lazy_lock:
+                    del self.running[toplevel]
+                    if registers:  # one raised: the rest run at the next lookup
+                        self.lazy[toplevel] = registers + self.lazy.get(toplevel, [])
+                done.set()
+
+    def forget_running(self) -> None:
+        """In a child process just forked: registrations that a thread of the parent was
+        running are waiting again (that thread is not in the child, the one it was running
+        included), and the lock is new (it may have been held)."""
+        self.lazy_lock = threading.Lock()
+        for toplevel, (_, _, registers) in self.running.items():
+            self.lazy[toplevel] = registers + self.lazy.get(toplevel, [])
+        self.running.clear()
 
 
 REGISTRY: Final = Registry()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=REGISTRY.forget_running)
 
 
 def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: TypeLoads,
@@ -118,6 +161,7 @@ def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: T
     entry = DispatchEntry(name, serialize_fn, deserialize_fn)
     REGISTRY.by_type[cls] = entry
     REGISTRY.by_name[name] = entry
+    REGISTRY.generation += 1  # before the misses go: see for_type
     REGISTRY.misses.clear()
 
 
@@ -125,6 +169,7 @@ def register_serialization_lazy(toplevel_module: str, register: Callable[[], Non
     with REGISTRY.lazy_lock:
         REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
         REGISTRY.lazy_modules.add(toplevel_module)
+    REGISTRY.generation += 1
     REGISTRY.misses.clear()
 
 

@@ -1,7 +1,6 @@
 """serialize/deserialize, the families and the registry."""
 
 import array
-import threading
 from typing import Any, Optional
 from collections.abc import Mapping
 
@@ -63,52 +62,6 @@ def test_lazy_registration_runs_once_when_needed() -> None:
 
 class LazyThing:
     pass
-
-
-class SlowThing:
-    pass
-
-
-SlowThing.__module__ = "fastser_test_slow"
-
-
-def test_a_lazy_registration_running_in_one_thread_is_waited_for_by_another() -> None:
-    # numpy's registration imports numpy, which takes a while: a second thread receiving an
-    # array meanwhile found no registration pending and none made, and failed.
-    started, release = threading.Event(), threading.Event()
-
-    def register() -> None:
-        started.set()
-        assert release.wait(10)
-        fastser.register_serialization(SlowThing, lambda obj: ({}, []),
-                                       lambda h, f: SlowThing(), name="fastser_test_slow.T")
-
-    fastser.register_serialization_lazy("fastser_test_slow", register)
-    record = fastser.Serialized({"serializer": "dispatch", "type": "fastser_test_slow.T"}, [])
-    frames = fastser.dumps([record])
-    results: list[Any] = []
-
-    def receive() -> None:
-        try:
-            results.append(fastser.loads(frames)[0])
-        except Exception as exc:  # noqa: BLE001 - the assertion below shows it
-            results.append(exc)
-
-    first = threading.Thread(target=receive)
-    first.start()
-    second = threading.Thread(target=receive)
-    try:
-        assert started.wait(10)
-        second.start()
-        second.join(0.2)  # the second waits for the registration the first is running
-        assert second.is_alive() and not results
-    finally:
-        release.set()
-    first.join(10)
-    second.join(10)
-    assert [type(result) for result in results] == [SlowThing, SlowThing], results
-    # A type of that module asked for by a third thread, once it ran: found, not run again.
-    assert type(fastser.serialize(SlowThing(), ["dispatch"])[0]) is dict
 
 
 def test_unknown_dispatch_name_is_refused() -> None:
