@@ -21,6 +21,9 @@ from ._wire import TUPLE_LEAD
 # msgpack's Packer refuses values nested deeper than 511 levels: past that, a header is
 # left for it to refuse (dumps then names the payload), and the recursion stays bounded.
 MAX_HEADER_NESTING: Final = 512
+EXT_TYPE_REFUSED: Final = (
+    "a record header holds a msgpack.ExtType, which fastser's decoder would read as one of "
+    "its own extension types (a pickle, a frame, a mark), not as what it is")
 
 
 def leads_like_a_tuple(items: list[Any]) -> bool:
@@ -74,9 +77,7 @@ def escape_leads(value: object, payload: object, depth: int) -> object:
     if not isinstance(value, (list, tuple)):
         return value  # what msgpack refuses anyway
     if isinstance(value, ExtType):
-        raise UnencodableError(payload, (
-            "a record header holds a msgpack.ExtType, which fastser's decoder would read as "
-            "one of its own extension types (a pickle, a frame, a mark), not as what it is"))
+        raise UnencodableError(payload, EXT_TYPE_REFUSED)
     items: Optional[list[Any]] = None
     first: object = None
     index = 0
@@ -107,6 +108,8 @@ def check_key(key: object, payload: object, depth: int) -> None:
         if depth <= MAX_HEADER_NESTING:
             for item in cast(Iterable[Any], key):
                 check_key(item, payload, depth + 1)
+    elif isinstance(key, ExtType):
+        raise UnencodableError(payload, EXT_TYPE_REFUSED)
     elif isinstance(key, tuple):
         raise UnencodableError(payload, (
             f"a record header holds a {t.__qualname__} in a dict key or set item, which "

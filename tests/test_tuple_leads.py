@@ -91,8 +91,9 @@ def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() ->
 
 @pytest.mark.parametrize("value", [
     [msgpack.ExtType(4, b"\xe0"), 1], msgpack.ExtType(17, b"x"),
-    {"k": [1, msgpack.ExtType(5, b"")]}, (msgpack.ExtType(20, b""),)],
-    ids=["leading_bigint", "pickle", "nested_mark", "in_tuple"])
+    {"k": [1, msgpack.ExtType(5, b"")]}, (msgpack.ExtType(20, b""),),
+    {msgpack.ExtType(1, b""): 1}, {(1, msgpack.ExtType(1, b"")): 1}],
+    ids=["leading_bigint", "pickle", "nested_mark", "in_tuple", "key", "in_key"])
 def test_a_header_holding_an_extension_type_is_refused(value: Any) -> None:
     # fastser's ext_hook would read it as one of its own: an int, a pickle, a mark.
     header = {"serializer": "nothing", "ext": value}
