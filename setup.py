@@ -31,6 +31,7 @@ for stale in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
     shutil.rmtree(stale, ignore_errors=True)
 
 COMPILED_MODULES = [
+    "fastser/_arguments.py",
     "fastser/_types.py",
     "fastser/_wire.py",
     "fastser/_limits.py",

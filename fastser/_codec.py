@@ -29,7 +29,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
 def loads(frames: Sequence[Frame], *, deserialize: bool = True,
           deserializers: Optional[Sequence[str]] = None,
           limits: Optional[Limits] = None) -> Any:
-    if deserialize and deserializers is None and limits is None:
+    # `is True`: any other value goes to Decoder, which checks it (as compiled code does).
+    if deserialize is True and deserializers is None and limits is None:
         return DEFAULT_DECODER.loads(frames)
     return Decoder(deserialize=deserialize, deserializers=deserializers,
                    limits=limits).loads(frames)

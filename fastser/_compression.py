@@ -10,6 +10,7 @@ import importlib
 import zlib
 from typing import Any, Final, Optional
 
+from ._arguments import check_str
 from ._errors import DeserializationError, chained
 from ._types import Frame, Header, byte_view
 from ._wire import HEADER_COMPRESSION
@@ -51,6 +52,7 @@ def check_compression(name: Optional[str]) -> Optional[str]:
     whose package is not installed."""
     if name is None:
         return None
+    check_str(name, "compression")
     if name == "auto":
         for candidate in AUTO_ORDER:
             if compressor_module(candidate) is not None:

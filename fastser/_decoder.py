@@ -19,6 +19,7 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
+from ._arguments import check_bool
 from ._array_records import check_short_record, direct_loads, header_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
@@ -53,11 +54,15 @@ class Decoder:
                  deserializers: Optional[Sequence[str]] = None,
                  limits: Optional[Limits] = None, open_pickled: bool = False,
                  serialized_factory: Optional[SerializedFactory] = None) -> None:
-        self.deserialize = bool(deserialize)
+        check_bool(deserialize, "deserialize")
+        check_bool(open_pickled, "open_pickled")
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a Limits or None, got {type(limits).__qualname__}")
+        self.deserialize = deserialize
         self.deserializers: Optional[tuple[str, ...]] = (
             None if deserializers is None else check_families(deserializers, "deserializers"))
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
-        self.open_pickled = bool(open_pickled)
+        self.open_pickled = open_pickled
         self.serialized_factory = serialized_factory
         self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
 

@@ -16,6 +16,7 @@ fails is searched for only after the failure, so the walk carries none.
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
+from ._arguments import check_int
 from ._array_records import short_record
 from ._compression import check_compression, compress_payload, maybe_compress
 from ._dispatch import memoryview_frame
@@ -87,7 +88,8 @@ class Encoder:
                  frame_split_size: int = DEFAULT_SPLIT_SIZE, compression: Optional[str] = None,
                  default: Optional[Callable[[Any], Any]] = None) -> None:
         check_on_error(on_error)
-        if type(frame_split_size) is not int or frame_split_size < 1:
+        check_int(frame_split_size, "frame_split_size")
+        if frame_split_size < 1:
             raise ValueError(f"frame_split_size must be a positive int, got {frame_split_size!r}")
         names = DEFAULT_SERIALIZERS if serializers is None else serializers
         self.serializers: tuple[str, ...] = check_families(names, "serializers")

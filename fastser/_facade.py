@@ -84,8 +84,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
     SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2],
     and for a message nested deeper than Limits().max_depth (256).
     ValueError for an unknown serializer family, on_error value or compression, a
-    compression whose package is not installed, or a frame_split_size that is not a
-    positive int; TypeError for serializers given as one str.
+    compression whose package is not installed, or a frame_split_size under 1;
+    TypeError for serializers given as one str, and for an argument of the wrong type.
     """
     return _codec.dumps(msg, serializers=serializers, on_error=on_error, context=context,
                         frame_split_size=frame_split_size, compression=compression)
@@ -118,7 +118,7 @@ def loads(frames: Sequence[Frame], *, deserialize: bool = True,
     limits, a corrupt header, a payload frame the header does not name, a Serialize payload
     whose family is not in deserializers or fails.
     ValueError for an unknown family in deserializers; TypeError for deserializers given as
-    one str.
+    one str, and for an argument of the wrong type (deserialize must be a bool).
     """
     return _codec.loads(frames, deserialize=deserialize, deserializers=deserializers,
                         limits=limits)
@@ -362,7 +362,8 @@ CLASS_DOCS: dict[type, str] = {
     frames per message, bytes per frame (also the most one frame may decompress to), bytes
     per message (also the most its frames may decompress to in all), bytes of the header
     frame, and nesting depth (dumps applies the default
-    max_depth too). Frozen; raises ValueError unless every bound is a positive int.""",
+    max_depth too). Frozen; raises TypeError for a bound that is not an int and ValueError
+    for one under 1.""",
     FrameReader: """FrameReader(limits=None): a sans-I/O reader of a framed byte stream.
 
     .feed(data) takes the next bytes (any length) and returns the frames of every message

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ._arguments import check_int
 from ._errors import DeserializationError, chained
 from ._types import MEMORYVIEW, nbytes
 
@@ -31,7 +32,8 @@ class Limits:
         for name in ("max_frames", "max_frame_bytes", "max_message_bytes",
                      "max_header_bytes", "max_depth"):
             value = getattr(self, name)
-            if type(value) is not int or value < 1:
+            check_int(value, f"Limits.{name}")
+            if value < 1:
                 raise ValueError(f"Limits.{name} must be a positive int, got {value!r}")
 
     # mypyc: a compiled frozen dataclass cannot be pickled or copied without __reduce__

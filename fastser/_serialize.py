@@ -8,6 +8,7 @@ from typing import Any, Final, Literal, Optional, Union
 
 import msgpack
 
+from ._arguments import check_str
 from ._compression import decompress_frames
 from ._dispatch import register_builtin_types
 from ._errors import DeserializationError, FastserError, SerializationError, chained
@@ -30,6 +31,7 @@ ERROR_FAMILY: Final = "error"
 
 
 def check_on_error(on_error: str) -> None:
+    check_str(on_error, "on_error")
     if on_error != "raise" and on_error != "message":
         raise ValueError(f"on_error must be 'raise' or 'message', got {on_error!r}")
 

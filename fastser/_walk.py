@@ -6,6 +6,7 @@ Paths are built only for what is removed, from the keys of the enclosing contain
 
 from typing import Any
 
+from ._arguments import check_int
 from ._types import MEMORYVIEW
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -96,6 +97,7 @@ class Extractor:
 
 def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
                       ) -> tuple[Any, dict[tuple[Any, ...], Any], set[tuple[Any, ...]]]:
+    check_int(bytes_threshold, "bytes_threshold")
     extractor = Extractor(bytes_threshold)
     if extractor.take("", msg):
         # The message itself is a payload: nothing is left of it, and its path is ().

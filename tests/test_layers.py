@@ -7,7 +7,7 @@ import pytest
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "fastser"
 LAYERS = [
-    {"_types", "_errors", "_wire", "_limits", "_placed", "wrappers"},
+    {"_arguments", "_types", "_errors", "_wire", "_limits", "_placed", "wrappers"},
     {"_registry"},
     {"_pickle_writer", "_pickle_opcodes", "_pickle_reader", "_task"},
     {"_dispatch", "_numpy", "_pickle"},
