@@ -84,12 +84,19 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
         raise DeserializationError(
             f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
     size = nbytes(frame)
+    if count > MAX_ITEMS_OF_NO_SIZE and dtype.itemsize == 0:
+        raise DeserializationError(
+            f"numpy header of {count} items of no size (more than {MAX_ITEMS_OF_NO_SIZE})")
     if count * dtype.itemsize != size:
         raise DeserializationError(
             f"numpy frame of {size} bytes does not hold shape {shape} of {dtype}")
-    # frombuffer reads the frame's bytes whatever its format (one call: this runs per array).
-    flat = frombuffer(frame, dtype) if size else np.empty(0, dtype)
-    x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
+    if size:
+        # frombuffer reads the frame's bytes whatever its format (one call: per array).
+        flat = frombuffer(frame, dtype)
+        x = flat.reshape(shape, order=order) if len(shape) != 1 else flat
+    else:
+        # No bytes: a dim of 0, or items of no size (V0), whose count no buffer tells.
+        x = np.empty(shape, dtype, order=order)
     if writeable:
         if size < OUT_OF_BAND_BYTES and not x.flags.writeable:
             # Small frames were inlined into the header, which arrives read-only; one small
@@ -105,6 +112,9 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
 _MAX_CACHED: Final = 256
 MAX_DESCR_CHARS: Final = 64
 MAX_DIMS: Final = 64  # numpy's NPY_MAXDIMS (numpy 2; 32 before)
+# Items of no size (dtype V0) are the one count no frame's size bounds: a hostile header
+# could hand the receiver an array of 2**124 of them, for consumers to iterate.
+MAX_ITEMS_OF_NO_SIZE: Final = 2**31
 _wire_descrs: Final[dict[Any, str]] = {}
 _dtypes: Final[dict[str, Any]] = {}
 

@@ -20,6 +20,7 @@ def arrays() -> list[Any]:
         np.arange(3, dtype="m8[s]"), structured, np.zeros((0, 3)), np.array([True, False]),
         np.array(["ab", "c"]), np.arange(4, dtype="c16"), np.ones(100_000, dtype="f4"),
         np.arange(20)[::3], np.arange(20).astype("M8[s]")[::2],
+        np.zeros(3, dtype="V0"), np.zeros((2, 0, 3), order="F"), np.zeros((2, 3), dtype="V0"),
     ]
 
 
@@ -87,6 +88,18 @@ def test_hostile_numpy_headers_are_refused() -> None:
                    {"dtype": [["a", "?," * 1000]]}, {"shape": [1] * 65}):
         with pytest.raises(fastser.DeserializationError):
             fastser.deserialize({**header, **change}, frames)
+
+
+def test_hostile_shapes_of_no_bytes_are_refused() -> None:
+    # No frame's size bounds the count of items of no size (V0).
+    header, frames = fastser.serialize(np.zeros(0, dtype="V0"))
+    for shape in ([2**62, 2**62], [2**40] * 3, [2**31 + 1]):
+        with pytest.raises(fastser.DeserializationError, match="items of no size"):
+            fastser.deserialize({**header, "shape": shape}, frames)
+    assert fastser.deserialize({**header, "shape": [0, 2**62, 2**62]}, frames).size == 0
+    floats, frames = fastser.serialize(np.zeros(0))
+    with pytest.raises(fastser.DeserializationError):  # numpy: "array is too big"
+        fastser.deserialize({**floats, "shape": [0, 2**62, 2**62]}, frames)
 
 
 def test_hostile_dtype_strings_are_refused_before_numpy_parses_them() -> None:
