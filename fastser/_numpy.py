@@ -84,9 +84,14 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
         raise DeserializationError(
             f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
     size = nbytes(frame)
-    if count > MAX_ITEMS_OF_NO_SIZE and dtype.itemsize == 0:
-        raise DeserializationError(
-            f"numpy header of {count} items of no size (more than {MAX_ITEMS_OF_NO_SIZE})")
+    if dtype.itemsize == 0:
+        # numpy makes an array of unsized bytes or str (S0, U0) with items of one char:
+        # memory no frame paid for, uninitialised. No sender has one (numpy sizes them).
+        if dtype.kind == "S" or dtype.kind == "U":
+            raise DeserializationError(f"numpy header of {count} items of unsized {dtype}")
+        if count > MAX_ITEMS_OF_NO_SIZE:
+            raise DeserializationError(
+                f"numpy header of {count} items of no size (more than {MAX_ITEMS_OF_NO_SIZE})")
     if count * dtype.itemsize != size:
         raise DeserializationError(
             f"numpy frame of {size} bytes does not hold shape {shape} of {dtype}")
@@ -97,6 +102,8 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
     else:
         # No bytes: a dim of 0, or items of no size (V0), whose count no buffer tells.
         x = np.empty(shape, dtype, order=order)
+        if x.nbytes:  # a dtype numpy sizes on its own, as it does S0 and U0 (refused above)
+            raise DeserializationError(f"numpy made {x.nbytes} bytes of {dtype} from none")
     if writeable:
         if size < OUT_OF_BAND_BYTES and not x.flags.writeable:
             # Small frames were inlined into the header, which arrives read-only; one small

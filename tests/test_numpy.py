@@ -97,6 +97,10 @@ def test_hostile_shapes_of_no_bytes_are_refused() -> None:
         with pytest.raises(fastser.DeserializationError, match="items of no size"):
             fastser.deserialize({**header, "shape": shape}, frames)
     assert fastser.deserialize({**header, "shape": [0, 2**62, 2**62]}, frames).size == 0
+    for dtype in ("|S0", "<U0"):  # numpy would make items of one char: memory unpaid for
+        for shape in ([3], [2**31], [0, 5]):
+            with pytest.raises(fastser.DeserializationError, match="unsized"):
+                fastser.deserialize({**header, "dtype": dtype, "shape": shape}, frames)
     floats, frames = fastser.serialize(np.zeros(0))
     with pytest.raises(fastser.DeserializationError):  # numpy: "array is too big"
         fastser.deserialize({**floats, "shape": [0, 2**62, 2**62]}, frames)
