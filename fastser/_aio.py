@@ -10,6 +10,7 @@ import asyncio
 import struct
 from typing import Any, Final, Optional
 
+from ._arguments import check_optional
 from ._codec import DEFAULT_DECODER, DEFAULT_ENCODER
 from ._decoder import Decoder
 from ._encoder import Encoder
@@ -26,6 +27,7 @@ DRAIN_BYTES: Final = 2**20
 async def write_msg(writer: asyncio.StreamWriter, msg: Any,
                     encoder: Optional[Encoder] = None) -> int:
     # Documented in aio.py (not compiled): mypyc drops function docstrings.
+    check_optional(encoder, Encoder, "encoder")
     frames = (DEFAULT_ENCODER if encoder is None else encoder).dumps(msg)
     written = 0
     pending = 0  # bytes handed to the transport since the last drain
@@ -43,6 +45,7 @@ async def write_msg(writer: asyncio.StreamWriter, msg: Any,
 
 async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = None) -> Any:
     # Documented in aio.py (not compiled): mypyc drops function docstrings.
+    check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
     limits = decoder.limits
     try:

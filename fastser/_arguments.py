@@ -19,3 +19,9 @@ def check_bool(value: object, name: str) -> None:
 def check_str(value: object, name: str) -> None:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__qualname__}")
+
+
+def check_optional(value: object, kind: type, name: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__qualname__} or None, "
+                        f"got {type(value).__qualname__}")

@@ -19,7 +19,7 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from ._arguments import check_bool
+from ._arguments import check_bool, check_optional
 from ._array_records import check_short_record, direct_loads, header_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
@@ -56,8 +56,7 @@ class Decoder:
                  serialized_factory: Optional[SerializedFactory] = None) -> None:
         check_bool(deserialize, "deserialize")
         check_bool(open_pickled, "open_pickled")
-        if limits is not None and not isinstance(limits, Limits):
-            raise TypeError(f"limits must be a Limits or None, got {type(limits).__qualname__}")
+        check_optional(limits, Limits, "limits")
         self.deserialize = deserialize
         self.deserializers: Optional[tuple[str, ...]] = (
             None if deserializers is None else check_families(deserializers, "deserializers"))

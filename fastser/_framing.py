@@ -9,6 +9,7 @@ import struct
 from collections.abc import Sequence
 from typing import Final, Optional
 
+from ._arguments import check_optional
 from ._errors import FrameError
 from ._limits import DEFAULT_LIMITS, Limits
 from ._placed import PLACED_MIN_BYTES, place as place_frame
@@ -216,6 +217,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     Returns: views into `buf` (no copy): they alias its memory and are writeable when it is.
     Raises: FrameError unless `buf` holds exactly one complete message within `limits`.
     """
+    check_optional(limits, Limits, "limits")
     limits = DEFAULT_LIMITS if limits is None else limits
     view = byte_view(buf)
     size = view.nbytes
@@ -242,6 +244,7 @@ class FrameReader:
     # (https://github.com/mypyc/mypyc/issues/437).
 
     def __init__(self, limits: Optional[Limits] = None) -> None:
+        check_optional(limits, Limits, "limits")
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
         self.head = bytearray()  # the part of a prelude field received so far
         self.count = -1  # frame count of the current message, -1 until it is known

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Optional
 
+from ._arguments import check_str
 from ._errors import DeserializationError
 from ._types import Frame, Header
 
@@ -158,6 +159,7 @@ def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: T
                            *, name: Optional[str] = None) -> None:
     if name is None:
         name = f"{cls.__module__}.{cls.__qualname__}"
+    check_str(name, "name")
     entry = DispatchEntry(name, serialize_fn, deserialize_fn)
     REGISTRY.by_type[cls] = entry
     REGISTRY.by_name[name] = entry
@@ -166,6 +168,7 @@ def register_serialization(cls: type, serialize_fn: TypeDumps, deserialize_fn: T
 
 
 def register_serialization_lazy(toplevel_module: str, register: Callable[[], None]) -> None:
+    check_str(toplevel_module, "toplevel_module")
     with REGISTRY.lazy_lock:
         REGISTRY.lazy.setdefault(toplevel_module, []).append(register)
         REGISTRY.lazy_modules.add(toplevel_module)
@@ -175,5 +178,6 @@ def register_serialization_lazy(toplevel_module: str, register: Callable[[], Non
 
 def register_serialization_family(name: str, dumps: FamilyDumps, loads: FamilyLoads,
                                   accepts: Optional[Callable[[Any], bool]] = None) -> None:
+    check_str(name, "name")
     REGISTRY.families[name] = Family(name, dumps, loads, accepts)
     REGISTRY.families_version += 1

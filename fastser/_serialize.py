@@ -40,6 +40,7 @@ def check_families(names: Sequence[str], what: str) -> tuple[str, ...]:
     if isinstance(names, str):
         raise TypeError(f"{what} must be a sequence of family names, not a str")
     for name in names:
+        check_str(name, f"each of {what}")
         REGISTRY.family(name)
     return tuple(names)
 
@@ -116,6 +117,8 @@ def error_payload(message: str, failure: Optional[BaseException]) -> tuple[Heade
 
 def deserialize(header: Header, frames: Sequence[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
+    if not isinstance(header, dict):
+        raise TypeError(f"header must be a dict, got {type(header).__qualname__}")
     # Any sequence of frames, in both builds (compiled code would refuse a tuple here).
     frame_list = frames if type(frames) is list else list(frames)
     return deserialize_within(header, frame_list, deserializers,

@@ -13,6 +13,7 @@ import struct
 import sys
 from typing import Any, Final, Optional
 
+from ._arguments import check_optional
 from ._codec import DEFAULT_DECODER, DEFAULT_ENCODER
 from ._decoder import Decoder
 from ._encoder import Encoder
@@ -48,6 +49,7 @@ HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
 
 def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -> int:
     # Documented in sock.py (not compiled): mypyc drops function docstrings.
+    check_optional(encoder, Encoder, "encoder")
     frames = (DEFAULT_ENCODER if encoder is None else encoder).dumps(msg)
     buffers = coalesce(pack_frames_prelude(frames), frames)
     if sys.platform != "win32" and HAS_SENDMSG:
@@ -110,6 +112,7 @@ def sendall_each(sock: socket.socket, buffers: list[memoryview], max_bytes: int)
 
 def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
     # Documented in sock.py (not compiled): mypyc drops function docstrings.
+    check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
     limits = decoder.limits
     head = bytearray(WORD)

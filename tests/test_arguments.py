@@ -2,14 +2,20 @@
 (mypyc's signatures check types), the pure-Python one in fastser/_arguments.py. Wrong values
 of the right type raise ValueError in both."""
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import fastser
+from fastser import aio, sock
 
 FRAMES = fastser.dumps({"a": 1})
+
+
+class Unused:
+    """Never registered: each registration below is refused first."""
 
 
 def wrong(value: object) -> Any:
@@ -33,6 +39,23 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
     "Limits max_depth": lambda: fastser.Limits(max_depth=wrong(5.0)),
     "extract_serialize bytes_threshold": lambda: fastser.extract_serialize(
         [1], bytes_threshold=wrong("5")),
+    "dumps serializers item": lambda: fastser.dumps(1, serializers=wrong([1])),
+    "dumps serializers bytes": lambda: fastser.dumps(1, serializers=wrong(b"ab")),
+    "Decoder deserializers item": lambda: fastser.Decoder(deserializers=wrong((None,))),
+    "FrameReader limits": lambda: fastser.FrameReader(limits=wrong({})),
+    "unpack_frames limits": lambda: fastser.unpack_frames(
+        fastser.pack_frames(FRAMES), limits=wrong(5)),
+    "deserialize header": lambda: fastser.deserialize(wrong(None), []),
+    "register_serialization name": lambda: fastser.register_serialization(
+        Unused, wrong(repr), wrong(repr), name=wrong(5)),
+    "register_serialization_lazy module": lambda: fastser.register_serialization_lazy(
+        wrong(5), print),
+    "register_serialization_family name": lambda: fastser.register_serialization_family(
+        wrong(5), wrong(repr), wrong(repr)),
+    "sock.send_msg encoder": lambda: sock.send_msg(wrong(None), 1, encoder=wrong(5)),
+    "sock.recv_msg decoder": lambda: sock.recv_msg(wrong(None), decoder=wrong(5)),
+    "aio.write_msg encoder": lambda: asyncio.run(aio.write_msg(wrong(None), 1, wrong(5))),
+    "aio.read_msg decoder": lambda: asyncio.run(aio.read_msg(wrong(None), wrong(5))),
 }
 
 WRONG_VALUES: dict[str, Callable[[], object]] = {
