@@ -62,6 +62,8 @@ class Registry:
         # top-level module -> the thread running its registrations, set when they are done,
         # and those not yet done (the one running first).
         self.running: dict[str, tuple[int, threading.Event, list[Callable[[], None]]]] = {}
+        # thread -> the top-level module whose run it waits for
+        self.waiting: dict[int, str] = {}
         # Guards lazy and running only, never held while a registration runs: that may
         # import, and an import in another thread may register (a lock held across both
         # would deadlock with the import lock).
@@ -109,8 +111,9 @@ class Registry:
     def _run_lazy(self, toplevel: str) -> bool:
         """Run the registrations waiting for `toplevel`; whether it ever had any (the caller
         then looks again). Another thread running them (numpy's import takes a while) is
-        waited for; the thread running them, asking again from inside one, is not. If one
-        raises, it is dropped and the rest wait for the next lookup."""
+        waited for, unless that thread waits, through others, for a run of this one (the
+        caller then looks again without them, as from inside its own run). If one raises,
+        it is dropped and the rest wait for the next lookup."""
         if toplevel not in self.lazy_modules:
             return False
         me = threading.get_ident()
@@ -118,36 +121,75 @@ class Registry:
             done = threading.Event()
             with self.lazy_lock:
                 running = self.running.get(toplevel)
-                registers = None if running is not None else self.lazy.pop(toplevel, None)
+                registers = None if running is not None else self.lazy.get(toplevel)
                 if registers is not None:
+                    # Into running before out of lazy: a fork in between (the pure build may
+                    # switch threads here) finds the list in both, never in neither.
                     self.running[toplevel] = (me, done, registers)
-            if registers is None:
-                if running is None or running[0] == me:
+                    del self.lazy[toplevel]
+                elif running is None or running[0] == me or self.waits_for(running[0], me):
                     return True
-                running[1].wait()
+                else:
+                    self.waiting[me] = toplevel
+                    done = running[1]
+            if registers is not None:
+                self.run_registers(toplevel, registers, done)
                 continue  # more may have come meanwhile
             try:
-                while registers:
-                    registers[0]()
-                    del registers[0]  # done: a fork from here on does not run it again
-            except BaseException:
-                del registers[0]  # it raised: dropped
-                raise
+                done.wait()  # the other thread's run
             finally:
                 with self.lazy_lock:
-                    del self.running[toplevel]
-                    if registers:  # one raised: the rest run at the next lookup
-                        self.lazy[toplevel] = registers + self.lazy.get(toplevel, [])
-                done.set()
+                    del self.waiting[me]
+
+    def waits_for(self, thread: int, me: int) -> bool:
+        """Whether `thread` waits, through the runs of other threads, for a run of `me`'s:
+        waiting for it would close a cycle (each thread in it waiting for the next)."""
+        for _ in range(len(self.running)):
+            module = self.waiting.get(thread)
+            owner = None if module is None else self.running.get(module)
+            if owner is None:
+                return False
+            thread = owner[0]
+            if thread == me:
+                return True
+        return False
+
+    def run_registers(self, toplevel: str, registers: list[Callable[[], None]],
+                      done: threading.Event) -> None:
+        register: Optional[Callable[[], None]] = None
+        try:
+            while registers:
+                register = registers[0]
+                register()
+                if registers and registers[0] is register:
+                    del registers[0]  # done: a fork from here on does not run it again
+        except BaseException:
+            if registers and registers[0] is register:
+                del registers[0]  # it raised: dropped
+            raise
+        finally:
+            with self.lazy_lock:
+                if registers:  # one raised: the rest, the same list, run at the next lookup
+                    registers.extend(self.lazy.get(toplevel, []))
+                    self.lazy[toplevel] = registers
+                del self.running[toplevel]
+            done.set()
 
     def forget_running(self) -> None:
-        """In a child process just forked: registrations that a thread of the parent was
-        running are waiting again (that thread is not in the child, the one it was running
-        included), and the lock is new (it may have been held)."""
+        """In a child process just forked: registrations that another thread of the parent
+        was running are waiting again (that thread is not in the child, the one it was
+        running included), and the lock is new (it may have been held). The thread that
+        forked, in the child too, keeps its own run."""
+        me = threading.get_ident()
         self.lazy_lock = threading.Lock()
-        for toplevel, (_, _, registers) in self.running.items():
-            self.lazy[toplevel] = registers + self.lazy.get(toplevel, [])
-        self.running.clear()
+        for toplevel, (owner, _, registers) in list(self.running.items()):
+            if owner == me:
+                continue
+            del self.running[toplevel]
+            if self.lazy.get(toplevel) is not registers:  # forked as it moved between them
+                self.lazy[toplevel] = registers + self.lazy.get(toplevel, [])
+        self.waiting = {thread: module for thread, module in self.waiting.items()
+                        if thread == me}
 
 
 REGISTRY: Final = Registry()

@@ -1,12 +1,14 @@
 """Lazy registrations (register_serialization_lazy) across threads and processes: one runs
 once, another thread that needs it waits for it, a registration that imports does not
-deadlock with a thread importing a module that registers, a child forked mid-registration
-runs it again, and one that raises leaves the others waiting."""
+deadlock with a thread importing a module that registers, nor two registrations that ask
+for each other's types, a child forked mid-registration runs it again, one that forks
+finishes in both processes, and one that raises leaves the others waiting."""
 
 import os
 import signal
 import sys
 import threading
+import time
 import types
 import warnings
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 import fastser
+from fastser._registry import REGISTRY
 
 
 def make_class(module: str) -> type:
@@ -150,3 +153,60 @@ def test_a_registration_that_raises_is_dropped_and_the_next_runs_at_the_next_loo
         fastser.serialize(thing(), ["dispatch"])
     assert fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
     assert calls == ["broken", "working"]
+
+
+def test_two_registrations_that_look_each_other_up_in_two_threads_do_not_deadlock() -> None:
+    # A's registration asks for B's type while B's, in another thread, asks for A's: the
+    # second to ask would wait for the first, which waits for it. It looks again instead.
+    first, second = make_class("fastser_test_abba_a"), make_class("fastser_test_abba_b")
+    in_a, in_b = threading.Event(), threading.Event()
+
+    def register_a() -> None:
+        in_a.set()
+        assert in_b.wait(10)
+        fastser.serialize(second(), ["dispatch", "pickle"])  # waits for B's run
+        fastser.register_serialization(first, lambda obj: ({}, []), lambda h, f: first())
+
+    def register_b() -> None:
+        in_b.set()
+        assert in_a.wait(10)
+        for _ in range(1000):  # until A's thread waits for this run
+            if REGISTRY.waiting:
+                break
+            time.sleep(0.01)
+        fastser.serialize(first(), ["dispatch", "pickle"])  # would wait for A's: a cycle
+        fastser.register_serialization(second, lambda obj: ({}, []), lambda h, f: second())
+
+    fastser.register_serialization_lazy("fastser_test_abba_a", register_a)
+    fastser.register_serialization_lazy("fastser_test_abba_b", register_b)
+    threads = [in_thread(fastser.serialize, first(), ["dispatch"]),
+               in_thread(fastser.serialize, second(), ["dispatch"])]
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads), "deadlocked"
+    for kind in (first, second):
+        assert fastser.serialize(kind(), ["dispatch"])[0]["serializer"] == "dispatch"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_registration_that_forks_finishes_in_both_processes() -> None:
+    thing = make_class("fastser_test_forking")
+    parent = os.getpid()
+    children: list[int] = []
+
+    def register() -> None:
+        fastser.register_serialization(thing, lambda obj: ({}, []), lambda h, f: thing())
+        if os.getpid() == parent:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+                children.append(os.fork())  # 0 in the child, which goes on from here too
+
+    fastser.register_serialization_lazy("fastser_test_forking", register)
+    try:
+        ok = fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
+    except BaseException:
+        ok = False
+    if os.getpid() != parent:
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(children[0], 0)
+    assert ok and os.waitstatus_to_exitcode(status) == 0
