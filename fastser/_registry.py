@@ -130,6 +130,9 @@ class Registry:
                 elif running is None or running[0] == me or self.waits_for(running[0], me):
                     return True
                 else:
+                    # A lookup from a signal handler may nest in this thread's wait: the
+                    # outer one's entry is put back after.
+                    outer = self.waiting.get(me)
                     self.waiting[me] = toplevel
                     done = running[1]
             if registers is not None:
@@ -139,7 +142,10 @@ class Registry:
                 done.wait()  # the other thread's run
             finally:
                 with self.lazy_lock:
-                    del self.waiting[me]
+                    if outer is None:
+                        del self.waiting[me]
+                    else:
+                        self.waiting[me] = outer
 
     def waits_for(self, thread: int, me: int) -> bool:
         """Whether `thread` waits, through the runs of other threads, for a run of `me`'s:

@@ -119,6 +119,8 @@ def deserialize(header: Header, frames: Sequence[Frame],
                 deserializers: Optional[Sequence[str]] = None) -> Any:
     if not isinstance(header, dict):
         raise TypeError(f"header must be a dict, got {type(header).__qualname__}")
+    if type(header) is not dict:
+        header = dict(header)  # a subclass, by its items (a received header never is one)
     # Any sequence of frames, in both builds (compiled code would refuse a tuple here).
     frame_list = frames if type(frames) is list else list(frames)
     return deserialize_within(header, frame_list, deserializers,

@@ -2,7 +2,8 @@
 once, another thread that needs it waits for it, a registration that imports does not
 deadlock with a thread importing a module that registers, nor two registrations that ask
 for each other's types, a child forked mid-registration runs it again, one that forks
-finishes in both processes, and one that raises leaves the others waiting."""
+finishes in both processes, one that raises leaves the others waiting, and a lookup from a
+signal handler that waits inside another wait leaves it intact."""
 
 import os
 import signal
@@ -11,6 +12,7 @@ import threading
 import time
 import types
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +212,41 @@ def test_a_registration_that_forks_finishes_in_both_processes() -> None:
         os._exit(0 if ok else 1)
     _, status = os.waitpid(children[0], 0)
     assert ok and os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+def test_a_lookup_from_a_signal_handler_during_a_wait_leaves_the_wait_intact() -> None:
+    # The main thread waits for one module's run; a signal handler then waits for another.
+    outer, inner = make_class("fastser_test_outer"), make_class("fastser_test_inner")
+    release = threading.Event()
+
+    def slow(kind: type) -> Callable[[], None]:
+        def register() -> None:
+            assert release.wait(10)
+            fastser.register_serialization(kind, lambda obj: ({}, []), lambda h, f: kind())
+        return register
+
+    fastser.register_serialization_lazy("fastser_test_outer", slow(outer))
+    fastser.register_serialization_lazy("fastser_test_inner", slow(inner))
+    runners = [in_thread(REGISTRY.for_type, kind) for kind in (outer, inner)]
+    found: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        threading.Timer(0.2, release.set).start()
+        found.append(REGISTRY.for_type(inner) is not None)
+
+    for _ in range(1000):  # until both runs have started
+        if len(REGISTRY.running) >= 2 and not REGISTRY.lazy.get("fastser_test_inner"):
+            break
+        time.sleep(0.01)
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        found.append(REGISTRY.for_type(outer) is not None)  # waits; the handler nests
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        release.set()
+    for runner in runners:
+        runner.join(10)
+    assert found == [True, True] and not REGISTRY.waiting

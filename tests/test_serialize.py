@@ -1,6 +1,7 @@
 """serialize/deserialize, the families and the registry."""
 
 import array
+import collections
 from typing import Any, Optional
 from collections.abc import Mapping
 
@@ -62,6 +63,11 @@ def test_lazy_registration_runs_once_when_needed() -> None:
 
 class LazyThing:
     pass
+
+
+def test_deserialize_takes_a_dict_subclass_header_by_its_items() -> None:
+    header, frames = fastser.serialize([1, 2], ["msgpack"])
+    assert fastser.deserialize(collections.OrderedDict(header), frames) == [1, 2]
 
 
 def test_unknown_dispatch_name_is_refused() -> None:
