@@ -2,7 +2,7 @@
 the record [mark 15, header, [ref]] whose header is exactly what the dispatch family writes
 for a numpy.ndarray. Sits on _packing, the registry and the dispatch family; the encoder
 writes it, the decoder reads it into that record or, when the record would reach fastser's
-own ndarray_loads, straight into the array (direct_loads).
+own ndarray_loads, straight into the array (DirectLoads).
 
 Why: that header is a map of six str keys and four str values, and msgpack makes (and
 interns, for keys) each string every time it decodes one: two arrays' headers took ~3x the
@@ -13,7 +13,7 @@ from typing import Any, Final, Optional
 
 from ._errors import DeserializationError
 from ._packing import ARRAY_MARK, INT_VALUE, plain_str
-from ._registry import REGISTRY, ShortLoads
+from ._registry import REGISTRY, DispatchEntry, ShortLoads
 from ._serialize import BUILTIN_DISPATCH, DISPATCH_FAMILY
 from ._types import Header
 from ._wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_DTYPE, HEADER_ORDER,
@@ -107,15 +107,36 @@ def header_of(items: list[Any]) -> Header:
     return header
 
 
-def direct_loads(deserializers: Optional[tuple[str, ...]]) -> Optional[ShortLoads]:
-    """numpy's loads of a short record's fields, when the record's header would reach that
-    very function now: the dispatch family allowed and fastser's own, and the numpy entry
-    registered and fastser's (ndarray_loads). Asked per array: a payload opened earlier in
-    the message may have registered another. None sends the caller the general way, which
-    also runs numpy's lazy registration (and says why, if numpy cannot be imported)."""
+def numpy_entry(deserializers: Optional[tuple[str, ...]]) -> Optional[DispatchEntry]:
+    """The numpy entry whose short_loads reads a short record's fields, when the record's
+    header would reach that entry now: the dispatch family allowed and fastser's own, and
+    the numpy entry registered. None sends the caller the general way, which also runs
+    numpy's lazy registration (and says why, if numpy cannot be imported)."""
     if deserializers is not None and DISPATCH_FAMILY not in deserializers:
         return None
     if REGISTRY.families.get(DISPATCH_FAMILY) is not BUILTIN_DISPATCH:
         return None
-    entry = REGISTRY.by_name.get(NUMPY_TYPE)
-    return None if entry is None else entry.short_loads
+    return REGISTRY.by_name.get(NUMPY_TYPE)
+
+
+class DirectLoads:
+    """numpy's loads of a short record's fields, when the record's header would reach that
+    very function now (fastser's own ndarray_loads): see numpy_entry. Held by a Decoder and
+    asked per array; the entry is looked up again only when a registration or a family
+    changed since (a payload opened earlier in the message may have registered another).
+    The lookups were ~1% of W3's loads per array."""
+
+    def __init__(self, deserializers: Optional[tuple[str, ...]]) -> None:
+        self.deserializers = deserializers
+        self.entry: Optional[DispatchEntry] = None
+        self.generation = -1  # the registry's generation and families_version when asked
+        self.families = -1
+
+    def get(self) -> Optional[ShortLoads]:
+        if self.generation != REGISTRY.generation or self.families != REGISTRY.families_version:
+            # Stamps first: a registration made while this runs is seen by the next call.
+            self.generation = REGISTRY.generation
+            self.families = REGISTRY.families_version
+            self.entry = numpy_entry(self.deserializers)
+        entry = self.entry
+        return None if entry is None else entry.short_loads

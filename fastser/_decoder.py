@@ -20,7 +20,7 @@ from typing import Any, Final, Optional, cast
 import msgpack
 
 from ._arguments import check_bool, check_optional
-from ._array_records import check_short_record, direct_loads, header_of
+from ._array_records import DirectLoads, check_short_record, header_of
 from ._errors import DeserializationError, FastserError, chained
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
@@ -64,6 +64,7 @@ class Decoder:
         self.open_pickled = open_pickled
         self.serialized_factory = serialized_factory
         self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
+        self.direct_loads = DirectLoads(self.deserializers)
 
     def loads(self, frames: Sequence[Frame]) -> Any:
         frame_list = frame_list_of(frames)
@@ -148,8 +149,9 @@ class DecodeState:
         if type(first) is not Mark:
             if type(first) is int and first == TUPLE_LEAD and self.tuple_leads:
                 self.collections += 1
-                del items[0]
-                return tuple(items)
+                # A slice, then a tuple of it: natively, where `del items[0]` is a generic
+                # item deletion (~0.1k instructions more per tuple).
+                return tuple(items[1:])
             return items
         self.marks -= 1
         if first is TASK_SERIALIZED_MARK or first is TASK_PICKLED_MARK:
@@ -173,7 +175,7 @@ class DecodeState:
             check_short_record(items)
             frame = self.payload().frame_at(items[3])
             decoder = self.decoder
-            direct = direct_loads(decoder.deserializers) if decoder.deserialize else None
+            direct = decoder.direct_loads.get() if decoder.deserialize else None
             try:
                 if direct is not None:
                     try:

@@ -9,7 +9,7 @@ received frame. Dtypes travel as .npy descriptors (never pickled).
 """
 
 import importlib
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from ._dispatch import single_frame
 from ._errors import DeserializationError, chained
@@ -53,8 +53,12 @@ def ndarray_dumps(x: Any) -> tuple[Header, list[Frame]]:
 
 def ndarray_loads(header: Header, frames: list[Frame]) -> Any:
     frame = single_frame(frames, NUMPY_TYPE)
-    return array_of(header.get(HEADER_DTYPE), header.get(HEADER_SHAPE),
-                    header.get(HEADER_ORDER), header.get(HEADER_WRITEABLE) is True, frame)
+    shape = header.get(HEADER_SHAPE)
+    order = header.get(HEADER_ORDER)
+    if type(order) is not str or type(shape) is not list:
+        bad_layout(shape, order)
+    return array_of(header.get(HEADER_DTYPE), shape, order,
+                    header.get(HEADER_WRITEABLE) is True, frame)
 
 
 def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
@@ -64,27 +68,29 @@ def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
                     flags & ARRAY_WRITEABLE_FLAG != 0, frame)
 
 
-def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) -> Any:
+def bad_layout(shape: object, order: object) -> NoReturn:
+    raise DeserializationError(
+        f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
+
+
+def array_of(descr: Any, shape: list[Any], order: str, writeable: bool, frame: Frame) -> Any:
+    # Typed shape and order (callers check their types): mypyc iterates, compares and
+    # multiplies natively, where Any costs a generic call per operation, per array received.
     dtype = _wire_to_dtype(descr)
     count = 1
     # At most numpy's own number of dims: the count below multiplies them all.
-    good = type(shape) is list and len(shape) <= MAX_DIMS and (order == "C" or order == "F")
-    if good:
-        dims: list[Any] = shape  # typed: mypyc iterates, compares and multiplies natively
-        for n in dims:  # one pass: validates and counts (this runs per array received)
-            if type(n) is not int:
-                good = False
-                break
-            dim: int = n
-            if dim < 0:
-                good = False
-                break
-            count *= dim
-    if not good:
-        raise DeserializationError(
-            f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
+    if len(shape) > MAX_DIMS or (order != "C" and order != "F"):
+        bad_layout(shape, order)
+    for n in shape:  # one pass: validates and counts
+        if type(n) is not int:
+            bad_layout(shape, order)
+        dim: int = n
+        if dim < 0:
+            bad_layout(shape, order)
+        count *= dim
     size = nbytes(frame)
-    if dtype.itemsize == 0:
+    itemsize: int = dtype.itemsize  # one attribute lookup (a generic one) per array
+    if itemsize == 0:
         # numpy makes an array of unsized bytes or str (S0, U0) with items of one char:
         # memory no frame paid for, uninitialised. No sender has one (numpy sizes them).
         if dtype.kind == "S" or dtype.kind == "U":
@@ -92,7 +98,7 @@ def array_of(descr: Any, shape: Any, order: Any, writeable: bool, frame: Frame) 
         if count > MAX_ITEMS_OF_NO_SIZE:
             raise DeserializationError(
                 f"numpy header of {count} items of no size (more than {MAX_ITEMS_OF_NO_SIZE})")
-    if count * dtype.itemsize != size:
+    if count * itemsize != size:
         raise DeserializationError(
             f"numpy frame of {size} bytes does not hold shape {shape} of {dtype}")
     if size:

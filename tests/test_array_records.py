@@ -257,7 +257,16 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
         assert seen == [fastser.serialize(np.arange(4, dtype="<i4"))[0]]
     finally:
         REGISTRY.by_type[np.ndarray] = REGISTRY.by_name["numpy.ndarray"] = own
+        REGISTRY.generation += 1  # as a registration would: decoders look the entry up again
     assert type(fastser.loads(frames)) is np.ndarray
+    # The default decoder's direct way again, not the general one that found `own` too.
+    taken.clear()
+    own.short_loads = spy
+    try:
+        assert fastser.loads(frames).tolist() == [0, 1, 2, 3]
+    finally:
+        own.short_loads = direct
+    assert taken == [("<i4", [4], 2)]
 
 
 DTYPES = ["<f8", "<f4", ">i4", "|u1", "|b1", "<c16", "<M8[ns]", "<m8[s]", "<U3", "|S2"]
