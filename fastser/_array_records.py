@@ -11,7 +11,7 @@ time of decoding W3's whole message without its payloads. The short record holds
 
 from typing import Any, Final, Optional
 
-from ._errors import DeserializationError
+from ._errors import DeserializationError, shown
 from ._packing import ARRAY_MARK, INT_VALUE, plain_str
 from ._registry import REGISTRY, DispatchEntry, ShortLoads
 from ._serialize import BUILTIN_DISPATCH, DISPATCH_FAMILY
@@ -91,7 +91,7 @@ def check_short_record(items: list[Any]) -> None:
         n = items[index]
         # Within what short_record writes: every record read is written back the same.
         if type(n) is not int or not 0 <= n <= MAX_DIM:
-            raise DeserializationError(f"a numpy array record has the shape {items[4:]!r}")
+            raise DeserializationError(f"a numpy array record has the shape {shown(items[4:])}")
 
 
 def header_of(items: list[Any]) -> Header:

@@ -11,7 +11,7 @@ import zlib
 from typing import Any, Final, Optional
 
 from ._arguments import check_str
-from ._errors import DeserializationError, chained
+from ._errors import DeserializationError, chained, shown
 from ._types import Frame, Header, byte_view
 from ._wire import HEADER_COMPRESSION
 
@@ -116,7 +116,7 @@ def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True,
     Raises DeserializationError for an unknown or uninstalled compression, corrupt data,
     or output beyond `max_bytes`."""
     if type(name) is not str or name not in COMPRESSIONS:
-        raise DeserializationError(f"payload compressed with unknown compression {name!r}")
+        raise DeserializationError(f"payload compressed with unknown compression {shown(name)}")
     module = compressor_module(name)
     if module is None:
         raise DeserializationError(
@@ -205,7 +205,7 @@ def compression_names(compression: Any, count: int) -> list[Any]:
     """A payload header's "compression" entry, checked: one name (or None) per frame."""
     if type(compression) is not list or len(compression) != count:
         raise DeserializationError(
-            f"a payload header's compression {compression!r} does not name one compression "
+            f"a payload header's compression {shown(compression)} does not name one compression "
             f"(or None) for each of its {count} frames")
     names: list[Any] = compression
     return names

@@ -21,7 +21,7 @@ import msgpack
 
 from ._arguments import check_bool, check_optional
 from ._array_records import DirectLoads, check_short_record, header_of
-from ._errors import DeserializationError, FastserError, chained
+from ._errors import DeserializationError, FastserError, chained, shown
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
 from ._depth import deeper_than, header_nests_deeper, is_container
@@ -307,7 +307,7 @@ class DecodeState:
         if type(ref) is not list or len(ref) != 2 or type(ref[0]) is not int or \
                 type(ref[1]) is not int:
             raise DeserializationError(
-                f"a list of bytes frames names {ref!r}, not [first frame, count]")
+                f"a list of bytes frames names {shown(ref)}, not [first frame, count]")
         self.ext_containers += 1
         self.arrays += 1  # for the depth bound in loads: it takes bytes of the header
         return [bytes_of(frame) for frame in self.payload().run(ref[0], ref[1])]
@@ -384,9 +384,10 @@ class DecodeState:
     def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.pickle_allowed and (decoder.deserialize or decoder.open_pickled):
-            if header.get(HEADER_SERIALIZER) != PICKLE_FAMILY:
+            family = header.get(HEADER_SERIALIZER)
+            if family != PICKLE_FAMILY:
                 raise DeserializationError(
-                    f"a pickled placeholder names the family {header.get(HEADER_SERIALIZER)!r}")
+                    f"a pickled placeholder names the family {shown(family)}")
             self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
             return deserialize_within(header, frames, decoder.deserializers,

@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Final, Optional
 
-from ._errors import DeserializationError
+from ._errors import DeserializationError, shown
 from ._registry import (REGISTRY, register_serialization, register_serialization_family,
                         register_serialization_lazy)
 from ._types import Frame, Header, byte_view, bytes_of
@@ -38,7 +38,8 @@ def dispatch_accepts(obj: Any) -> bool:
 def dispatch_loads(header: Header, frames: list[Frame]) -> Any:
     name = header.get(HEADER_TYPE)
     if type(name) is not str:
-        raise DeserializationError(f"a dispatch header needs a str {HEADER_TYPE!r}, got {name!r}")
+        raise DeserializationError(
+            f"a dispatch header needs a str {HEADER_TYPE!r}, got {shown(name)}")
     return REGISTRY.for_name(name).loads(header, frames)
 
 
@@ -83,7 +84,7 @@ def array_dumps(obj: "array.array[Any]") -> tuple[Header, list[Frame]]:
 def array_loads(header: Header, frames: list[Frame]) -> "array.array[Any]":
     typecode = header.get("typecode")
     if type(typecode) is not str or typecode not in ARRAY_TYPECODES:
-        raise DeserializationError(f"bad array.array typecode {typecode!r}")
+        raise DeserializationError(f"bad array.array typecode {shown(typecode)}")
     result = array.array(typecode)
     frame = single_frame(frames, "array.array")
     if memoryview(frame).nbytes % result.itemsize:

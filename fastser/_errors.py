@@ -4,7 +4,8 @@ Not compiled: mypyc native classes cannot inherit from two built-in exception ty
 nothing here is on a hot path.
 """
 
-from typing import Optional, TypeVar
+import reprlib
+from typing import Final, Optional, TypeVar
 
 
 class FastserError(Exception):
@@ -43,3 +44,22 @@ def chained(error: Raised, cause: Optional[BaseException]) -> Raised:
     # expression after `raise`), so compiled modules set the cause through this function.
     error.__cause__ = cause
     return error
+
+
+# Received values shown in error messages are input: a ref nested 1,000 deep made repr()
+# raise RecursionError, a large int raises ValueError (CPython's digit limit), and a long
+# list made a message of megabytes. reprlib bounds depth and width.
+SHOW: Final = reprlib.Repr()
+SHOW.maxlevel = 4
+SHOW.maxtuple = SHOW.maxlist = SHOW.maxdict = SHOW.maxset = SHOW.maxfrozenset = 8
+SHOW.maxstring = SHOW.maxother = SHOW.maxlong = 80
+MAX_SHOWN_CHARS: Final = 200
+
+
+def shown(value: object) -> str:
+    """A short repr of a received value, for an error message: any value, any size."""
+    try:
+        text = SHOW.repr(value)
+    except (RecursionError, ValueError):  # objects reprlib hands to repr(): a deep Serialized
+        return f"<{type(value).__qualname__} too large to show>"
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."

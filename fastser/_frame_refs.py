@@ -6,7 +6,7 @@ at most once. Sits on _compression, _split and _limits; the decoder holds one pe
 from typing import Any, Optional
 
 from ._compression import compression_names, decompress
-from ._errors import DeserializationError
+from ._errors import DeserializationError, shown
 from ._limits import Limits
 from ._split import merge_frames
 from ._types import Frame, Header, nbytes
@@ -97,7 +97,7 @@ class PayloadFrames:
                     f"frames {start}..{start + pieces - 1} join to {size} bytes, exceeding "
                     f"Limits.max_frame_bytes={limit}")
             return merge_frames(parts)
-        raise DeserializationError(f"bad frame reference {ref!r}")
+        raise DeserializationError(f"bad frame reference {shown(ref)}")
 
     def run(self, start: int, count: int) -> list[Frame]:
         """The `count` payload frames from `start` on (the pieces of a split frame, or the

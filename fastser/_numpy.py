@@ -12,7 +12,7 @@ import importlib
 from typing import Any, Final, NoReturn
 
 from ._dispatch import single_frame
-from ._errors import DeserializationError, chained
+from ._errors import DeserializationError, chained, shown
 from ._registry import REGISTRY, register_serialization
 from ._types import Frame, Header, nbytes
 from ._wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, HEADER_DTYPE, HEADER_ORDER,
@@ -70,7 +70,7 @@ def short_array(dtype: str, shape: list[Any], flags: int, frame: Frame) -> Any:
 
 def bad_layout(shape: object, order: object) -> NoReturn:
     raise DeserializationError(
-        f"bad numpy header: shape {repr(shape)[:200]}, order {repr(order)[:20]}")
+        f"bad numpy header: shape {shown(shape)}, order {shown(order)}")
 
 
 def array_of(descr: Any, shape: list[Any], order: str, writeable: bool, frame: Frame) -> Any:
@@ -163,12 +163,12 @@ def _wire_to_descr(descr: Any, depth: int = 0) -> Any:
         fields = []
         for field in descr:
             if type(field) is not list or not 2 <= len(field) <= 3:
-                raise DeserializationError(f"bad numpy dtype field {field!r}")
+                raise DeserializationError(f"bad numpy dtype field {shown(field)}")
             name, sub = field[0], _wire_to_descr(field[1], depth + 1)
             name = tuple(name) if type(name) is list else name
             fields.append((name, sub) if len(field) == 2 else (name, sub, tuple(field[2])))
         return fields
-    raise DeserializationError(f"bad numpy dtype descriptor {descr!r}")
+    raise DeserializationError(f"bad numpy dtype descriptor {shown(descr)}")
 
 
 def _wire_to_dtype(descr: Any) -> Any:
@@ -188,7 +188,7 @@ def _parse_dtype(descr: Any) -> Any:
     except DeserializationError:
         raise
     except Exception as exc:
-        raise chained(DeserializationError(f"bad numpy dtype descriptor {descr!r}: {exc}"),
+        raise chained(DeserializationError(f"bad numpy dtype descriptor {shown(descr)}: {exc}"),
                       exc)
     if dtype.hasobject:
         # Object arrays would be built from raw pointers: never accepted from the wire.

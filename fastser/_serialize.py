@@ -11,7 +11,8 @@ import msgpack
 from ._arguments import check_str
 from ._compression import decompress_frames
 from ._dispatch import register_builtin_types
-from ._errors import DeserializationError, FastserError, SerializationError, chained
+from ._errors import (DeserializationError, FastserError, SerializationError, chained,
+                      shown)
 from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._pickle_reader import read_pickle
@@ -135,11 +136,11 @@ def deserialize_within(header: Header, frames: list[Frame],
         raise DeserializationError(f"a payload header needs a str {HEADER_SERIALIZER!r}")
     if deserializers is not None and name not in deserializers:
         raise DeserializationError(
-            f"payload of serializer family {name!r} refused: not in deserializers "
+            f"payload of serializer family {shown(name)} refused: not in deserializers "
             f"{list(deserializers)}")
     family = REGISTRY.families.get(name)
     if family is None:
-        raise DeserializationError(f"payload of unknown serializer family {name!r}")
+        raise DeserializationError(f"payload of unknown serializer family {shown(name)}")
     compression = header.get(HEADER_COMPRESSION)
     if compression is not None:
         frames = decompress_frames(compression, frames, max_frame_bytes)

@@ -25,7 +25,7 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from ._errors import DeserializationError, chained
+from ._errors import DeserializationError, chained, shown
 from ._pickle_reader import Decline, GlobalRef
 from ._pickle_writer import lookup_global
 from ._types import MEMORYVIEW
@@ -214,7 +214,7 @@ def tail_start(fields: list[Any]) -> int:
                 raise DeserializationError("a partial task's keywords are str -> scalar")
         arguments += 1
     elif type(kind) is not int or kind != TASK_CALL:
-        raise DeserializationError(f"unknown task kind {kind!r}")
+        raise DeserializationError(f"unknown task kind {shown(kind)}")
     for index in range(arguments, size):
         if not is_received_scalar(fields[index]):
             raise DeserializationError(

@@ -317,14 +317,67 @@ CHEAPEST_HEADERS = {
 MAX_OBJECT_BYTES_PER_HEADER_BYTE = 150
 
 
-@pytest.mark.parametrize("name", CHEAPEST_HEADERS)
-def test_a_header_decodes_to_a_bounded_multiple_of_its_size(name: str) -> None:
-    frame, decoder = CHEAPEST_HEADERS[name]
+def loads_bounded(decoder: fastser.Decoder, frame: bytes) -> Any:
+    """decoder.loads([frame]), checking that what it made (and keeps) is within
+    MAX_OBJECT_BYTES_PER_HEADER_BYTE of the header's size."""
     tracemalloc.start()
     try:
         msg = decoder.loads([frame])
         live = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert len(msg) == 20_000
     assert live / len(frame) <= MAX_OBJECT_BYTES_PER_HEADER_BYTE, f"{live / len(frame):.0f}x"
+    return msg
+
+
+@pytest.mark.parametrize("name", CHEAPEST_HEADERS)
+def test_a_header_decodes_to_a_bounded_multiple_of_its_size(name: str) -> None:
+    frame, decoder = CHEAPEST_HEADERS[name]
+    assert len(loads_bounded(decoder, frame)) == 20_000
+
+
+def test_a_structured_dtype_decodes_to_a_bounded_multiple_of_its_size() -> None:
+    # numpy builds a field per [name, descr] pair: the one part of a header that numpy,
+    # not msgpack, turns into objects. An array of 0 items, so no frame bytes pay for it.
+    np = pytest.importorskip("numpy")
+    fields = [[f"f{index}", "|b1"] for index in range(20_000)]
+    record = [ext(15, b""), {"dtype": fields, "shape": [0], "order": "C", "writeable": True,
+                             "type": "numpy.ndarray", "serializer": "dispatch"}, [b""]]
+    array = loads_bounded(SAFE, bytes([9]) + msgpack.packb(record, use_bin_type=True))
+    assert type(array) is np.ndarray and len(array.dtype.names) == 20_000
+
+
+def nested(levels: int, inner: Any) -> Any:
+    for _ in range(levels):
+        inner = [inner]
+    return inner
+
+
+@pytest.mark.parametrize("body", [
+    {"a": ext(7, msgpack.packb(nested(1000, 1)))},  # a bytes frame's ref
+    [ext(15, b""), {"serializer": "dispatch", "type": "bytes"}, [nested(1000, 1)]],  # a record's
+    {"a": ext(23, msgpack.packb(nested(1000, 1)))},  # a list of bytes frames
+    [ext(15, b""), {"serializer": "dispatch", "type": "bytes",  # a compression
+                    "compression": nested(1000, "zlib")}, [b""]],
+    [ext(15, b""), {"serializer": "dispatch",  # a type's name: an int of 5,001 digits
+                    "type": ext(4, (10**5000).to_bytes(2100, "little", signed=True))}, [b""]],
+], ids=["bytes frame", "record", "bytes frames", "compression", "type"])
+def test_errors_show_received_values_briefly(body: Any) -> None:
+    # repr() of such values raised RecursionError or ValueError (CPython's limit on the
+    # digits of an int), or made a message as long as the header.
+    frames = [b"\x09" + msgpack.packb(body, use_bin_type=True), b"x" * 70_000]
+    with pytest.raises(DeserializationError) as raised:
+        SAFE.loads(frames)
+    message = str(raised.value)
+    assert "Error:" not in message, message  # no foreign exception's text
+    assert len(message) < 400, message
+
+
+def test_shown_bounds_any_value() -> None:
+    from fastser._errors import shown
+    assert shown([1, 2]) == "[1, 2]"
+    assert shown(nested(5000, 1)) == "[[[[[...]]]]]"
+    assert len(shown(list(range(10**6)))) <= 203
+    assert len(shown("x" * 10**6)) <= 203
+    assert shown(10**5000).endswith("...") or "too large" in shown(10**5000)
+    assert len(shown({index: [index] * 100 for index in range(100)})) <= 203
