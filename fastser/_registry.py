@@ -113,39 +113,51 @@ class Registry:
         then looks again). Another thread running them (numpy's import takes a while) is
         waited for, unless that thread waits, through others, for a run of this one (the
         caller then looks again without them, as from inside its own run). If one raises,
-        it is dropped and the rest wait for the next lookup."""
+        it is dropped (kept if interrupted) and the rest wait for the next lookup."""
         if toplevel not in self.lazy_modules:
             return False
         me = threading.get_ident()
         while True:
             done = threading.Event()
-            with self.lazy_lock:
-                running = self.running.get(toplevel)
-                registers = None if running is not None else self.lazy.get(toplevel)
-                if registers is not None:
-                    # Into running before out of lazy: a fork in between (the pure build may
-                    # switch threads here) finds the list in both, never in neither.
-                    self.running[toplevel] = (me, done, registers)
-                    del self.lazy[toplevel]
-                elif running is None or running[0] == me or self.waits_for(running[0], me):
-                    return True
-                else:
-                    # A lookup from a signal handler may nest in this thread's wait: the
-                    # outer one's entry is put back after.
-                    outer = self.waiting.get(me)
-                    self.waiting[me] = toplevel
-                    done = running[1]
-            if registers is not None:
-                self.run_registers(toplevel, registers, done)
-                continue  # more may have come meanwhile
+            claimed: Optional[list[Callable[[], None]]] = None
+            waits = False
+            outer: Optional[str] = None
             try:
-                done.wait()  # the other thread's run
-            finally:
                 with self.lazy_lock:
-                    if outer is None:
-                        del self.waiting[me]
+                    running = self.running.get(toplevel)
+                    registers = None if running is not None else self.lazy.get(toplevel)
+                    if registers is not None:
+                        # Claimed first, then into running, then out of lazy: an interrupt
+                        # (the pure build checks for signals between any two of these) or a
+                        # fork in between finds the list in lazy still, never in neither.
+                        claimed = registers
+                        self.running[toplevel] = (me, done, registers)
+                        del self.lazy[toplevel]
+                    elif running is None or running[0] == me or \
+                            self.waits_for(running[0], me):
+                        return True
                     else:
-                        self.waiting[me] = outer
+                        # A lookup from a signal handler may nest in this thread's wait: the
+                        # outer one's entry is put back after.
+                        outer = self.waiting.get(me)
+                        waits = True
+                        self.waiting[me] = toplevel
+                        done = running[1]
+                if claimed is not None:
+                    self.run_registers(claimed)
+                else:
+                    done.wait()  # the other thread's run
+            finally:
+                if claimed is not None:
+                    self.end_run(toplevel, claimed, done)
+                elif waits:
+                    with self.lazy_lock:
+                        if outer is None:
+                            self.waiting.pop(me, None)
+                        else:
+                            self.waiting[me] = outer
+            # Then more may have come meanwhile, or the other thread's run may have left
+            # some (one raised): looked at again.
 
     def waits_for(self, thread: int, me: int) -> bool:
         """Whether `thread` waits, through the runs of other threads, for a run of `me`'s:
@@ -160,8 +172,12 @@ class Registry:
                 return True
         return False
 
-    def run_registers(self, toplevel: str, registers: list[Callable[[], None]],
-                      done: threading.Event) -> None:
+    @staticmethod
+    def run_registers(registers: list[Callable[[], None]]) -> None:
+        """Run each registration, removing it once it ran. One that raises an Exception is
+        dropped (it would raise again); one interrupted (KeyboardInterrupt, SystemExit) is
+        kept, to run again at the next lookup: a Ctrl-C during numpy's first import must not
+        leave the process without numpy arrays."""
         register: Optional[Callable[[], None]] = None
         try:
             while registers:
@@ -169,17 +185,26 @@ class Registry:
                 register()
                 if registers and registers[0] is register:
                     del registers[0]  # done: a fork from here on does not run it again
-        except BaseException:
+        except Exception:
             if registers and registers[0] is register:
                 del registers[0]  # it raised: dropped
             raise
-        finally:
-            with self.lazy_lock:
-                if registers:  # one raised: the rest, the same list, run at the next lookup
+
+    def end_run(self, toplevel: str, registers: list[Callable[[], None]],
+                done: threading.Event) -> None:
+        """After a run, done or not: what is left of `registers` waits again for the next
+        lookup, and threads waiting for the run go on."""
+        with self.lazy_lock:
+            owner = self.running.get(toplevel)
+            # This run's entry (its Event is its own): an interrupt may have come before it
+            # was made, and another thread may since have claimed the same list from lazy.
+            if owner is not None and owner[1] is done:
+                del self.running[toplevel]
+                if self.lazy.get(toplevel) is not registers and registers:
+                    # One raised or was interrupted: the rest, the same list, run next.
                     registers.extend(self.lazy.get(toplevel, []))
                     self.lazy[toplevel] = registers
-                del self.running[toplevel]
-            done.set()
+        done.set()
 
     def forget_running(self) -> None:
         """In a child process just forked: registrations that another thread of the parent

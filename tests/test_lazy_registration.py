@@ -2,8 +2,9 @@
 once, another thread that needs it waits for it, a registration that imports does not
 deadlock with a thread importing a module that registers, nor two registrations that ask
 for each other's types, a child forked mid-registration runs it again, one that forks
-finishes in both processes, one that raises leaves the others waiting, and a lookup from a
-signal handler that waits inside another wait leaves it intact."""
+finishes in both processes, one that raises leaves the others waiting, one interrupted
+(or a run interrupted as it is claimed) waits too, and a lookup from a signal handler that
+waits inside another wait leaves it intact."""
 
 import os
 import signal
@@ -155,6 +156,60 @@ def test_a_registration_that_raises_is_dropped_and_the_next_runs_at_the_next_loo
         fastser.serialize(thing(), ["dispatch"])
     assert fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
     assert calls == ["broken", "working"]
+
+
+def test_an_interrupted_registration_runs_again_at_the_next_lookup() -> None:
+    # A Ctrl-C during numpy's first import is no fault of the registration: dropping it
+    # would leave the process without the type for good.
+    thing = make_class("fastser_test_interrupted")
+    calls: list[str] = []
+
+    def slow() -> None:
+        calls.append("slow")
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        fastser.register_serialization(thing, lambda obj: ({}, []), lambda h, f: thing())
+
+    fastser.register_serialization_lazy("fastser_test_interrupted", slow)
+    with pytest.raises(KeyboardInterrupt):
+        fastser.serialize(thing(), ["dispatch"])
+    assert "fastser_test_interrupted" not in REGISTRY.running
+    assert fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
+    assert calls == ["slow", "slow"]
+
+
+@pytest.mark.parametrize("step", range(1, 4))
+def test_an_interrupt_while_a_run_is_claimed_leaves_it_waiting(
+        step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pure build may take a signal between any two statements of the claim: here
+    # raised by REGISTRY.running's store (before or after it) or REGISTRY.lazy's delete.
+    thing = make_class(f"fastser_test_claim_{step}")
+    module = thing.__module__
+    fastser.register_serialization_lazy(
+        module, lambda: fastser.register_serialization(thing, lambda obj: ({}, []),
+                                                       lambda h, f: thing()))
+
+    class Interrupting(dict):  # type: ignore[type-arg]  # stands in for REGISTRY.running
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if step == 1:
+                raise KeyboardInterrupt
+            super().__setitem__(key, value)
+            if step == 2:
+                raise KeyboardInterrupt
+
+    class InterruptingLazy(dict):  # type: ignore[type-arg]  # stands in for REGISTRY.lazy
+        def __delitem__(self, key: Any) -> None:
+            super().__delitem__(key)
+            if step == 3:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(REGISTRY, "running", Interrupting(REGISTRY.running))
+    monkeypatch.setattr(REGISTRY, "lazy", InterruptingLazy(REGISTRY.lazy))
+    with pytest.raises(KeyboardInterrupt):
+        fastser.serialize(thing(), ["dispatch"])
+    assert module not in REGISTRY.running and module in REGISTRY.lazy
+    REGISTRY.running, REGISTRY.lazy = dict(REGISTRY.running), dict(REGISTRY.lazy)
+    assert fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
 
 
 def test_two_registrations_that_look_each_other_up_in_two_threads_do_not_deadlock() -> None:
