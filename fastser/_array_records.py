@@ -128,15 +128,17 @@ class DirectLoads:
 
     def __init__(self, deserializers: Optional[tuple[str, ...]]) -> None:
         self.deserializers = deserializers
-        self.entry: Optional[DispatchEntry] = None
-        self.generation = -1  # the registry's generation and families_version when asked
-        self.families = -1
+        # (the registry's generation and families_version when asked, the entry found): one
+        # attribute, written at once, so that a thread never pairs one's stamps with
+        # another's entry (Decoders are shared between threads).
+        self.found: tuple[int, int, Optional[DispatchEntry]] = (-1, -1, None)
 
     def get(self) -> Optional[ShortLoads]:
-        if self.generation != REGISTRY.generation or self.families != REGISTRY.families_version:
-            # Stamps first: a registration made while this runs is seen by the next call.
-            self.generation = REGISTRY.generation
-            self.families = REGISTRY.families_version
-            self.entry = numpy_entry(self.deserializers)
-        entry = self.entry
+        generation, families, entry = self.found
+        if generation != REGISTRY.generation or families != REGISTRY.families_version:
+            # Stamps read before the lookup: a registration made during it is seen next time.
+            generation = REGISTRY.generation
+            families = REGISTRY.families_version
+            entry = numpy_entry(self.deserializers)
+            self.found = (generation, families, entry)
         return None if entry is None else entry.short_loads

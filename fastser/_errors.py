@@ -4,7 +4,6 @@ Not compiled: mypyc native classes cannot inherit from two built-in exception ty
 nothing here is on a hot path.
 """
 
-import reprlib
 from typing import Final, Optional, TypeVar
 
 
@@ -48,18 +47,57 @@ def chained(error: Raised, cause: Optional[BaseException]) -> Raised:
 
 # Received values shown in error messages are input: a ref nested 1,000 deep made repr()
 # raise RecursionError, a large int raises ValueError (CPython's digit limit), and a long
-# list made a message of megabytes. reprlib bounds depth and width.
-SHOW: Final = reprlib.Repr()
-SHOW.maxlevel = 4
-SHOW.maxtuple = SHOW.maxlist = SHOW.maxdict = SHOW.maxset = SHOW.maxfrozenset = 8
-SHOW.maxstring = SHOW.maxother = SHOW.maxlong = 80
+# list or bytes value made a message of megabytes. shown() looks at a bounded part of any
+# value (reprlib does not: it reprs bytes whole, and picks its handlers by class name).
 MAX_SHOWN_CHARS: Final = 200
+MAX_SHOWN_LEVELS: Final = 4
+MAX_SHOWN_ITEMS: Final = 8
+MAX_SHOWN_DIGITS: Final = 40
 
 
 def shown(value: object) -> str:
     """A short repr of a received value, for an error message: any value, any size."""
-    try:
-        text = SHOW.repr(value)
-    except (RecursionError, ValueError):  # objects reprlib hands to repr(): a deep Serialized
-        return f"<{type(value).__qualname__} too large to show>"
+    text = _shown(value, MAX_SHOWN_LEVELS)
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+
+
+def _shown(value: object, levels: int) -> str:
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    if isinstance(value, int):
+        if value.bit_length() > MAX_SHOWN_DIGITS * 3:
+            return f"<int of {value.bit_length()} bits>"
+        return repr(int(value))
+    if isinstance(value, (str, bytes, bytearray)):
+        # Sliced before repr: repr() of the whole would be as long as the value.
+        cut = value[:MAX_SHOWN_CHARS]
+        return repr(cut) + ("..." if len(value) > len(cut) else "")
+    if isinstance(value, memoryview):
+        return f"<memoryview of {value.nbytes} bytes>"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        if isinstance(value, list):
+            opening, closing = "[", "]"
+        elif isinstance(value, tuple):
+            opening, closing = "(", ",)" if len(value) == 1 else ")"
+        else:
+            opening, closing = "{", "}"
+        parts: list[str] = []
+        if value and not levels:
+            parts.append("...")
+        elif value:
+            for item in value.items() if isinstance(value, dict) else value:
+                if len(parts) == MAX_SHOWN_ITEMS:
+                    parts.append("...")
+                    break
+                if isinstance(value, dict):
+                    key, item = item
+                    parts.append(f"{_shown(key, levels - 1)}: {_shown(item, levels - 1)}")
+                else:
+                    parts.append(_shown(item, levels - 1))
+        inner = f"{opening}{', '.join(parts)}{closing}"
+        if type(value) in (list, tuple, dict) or (type(value) is set and value):
+            return inner
+        # set(), frozenset({...}), and subclasses: ExtType((7, b'...'))
+        return f"{type(value).__name__}({inner if value else ''})"
+    # Anything else (a Serialized, an ExtType's kin): its type, not a repr of its contents.
+    return f"<{type(value).__name__}>"

@@ -46,6 +46,10 @@ class DispatchEntry:
         self.short_loads: Optional[ShortLoads] = None
 
 
+# How often a thread waiting for another's run checks that the run has not ended unseen.
+WAIT_CHECK_SECONDS: Final = 1.0
+
+
 class Registry:
     def __init__(self) -> None:
         self.families: dict[str, Family] = {}
@@ -146,7 +150,7 @@ class Registry:
                 if claimed is not None:
                     self.run_registers(claimed)
                 else:
-                    done.wait()  # the other thread's run
+                    self.wait_for_run(toplevel, done)
             finally:
                 if claimed is not None:
                     self.end_run(toplevel, claimed, done)
@@ -158,6 +162,15 @@ class Registry:
                             self.waiting[me] = outer
             # Then more may have come meanwhile, or the other thread's run may have left
             # some (one raised): looked at again.
+
+    def wait_for_run(self, toplevel: str, done: threading.Event) -> None:
+        """Until another thread's run of `toplevel` ends. Looked at again now and then: an
+        interrupt inside Event.set() (Python code) may leave the run ended, unset."""
+        while not done.wait(WAIT_CHECK_SECONDS):
+            with self.lazy_lock:
+                running = self.running.get(toplevel)
+            if running is None or running[1] is not done:
+                return
 
     def waits_for(self, thread: int, me: int) -> bool:
         """Whether `thread` waits, through the runs of other threads, for a run of `me`'s:
@@ -193,17 +206,20 @@ class Registry:
     def end_run(self, toplevel: str, registers: list[Callable[[], None]],
                 done: threading.Event) -> None:
         """After a run, done or not: what is left of `registers` waits again for the next
-        lookup, and threads waiting for the run go on."""
+        lookup, and threads waiting for the run go on. (A second interrupt landing in here
+        may still leave them unrun in this process: pure Python cannot defer a signal.)"""
         with self.lazy_lock:
             owner = self.running.get(toplevel)
             # This run's entry (its Event is its own): an interrupt may have come before it
             # was made, and another thread may since have claimed the same list from lazy.
             if owner is not None and owner[1] is done:
-                del self.running[toplevel]
                 if self.lazy.get(toplevel) is not registers and registers:
                     # One raised or was interrupted: the rest, the same list, run next.
+                    # Back into lazy before out of running, as the claim went the other
+                    # way: an interrupt or a fork between the two finds it in both.
                     registers.extend(self.lazy.get(toplevel, []))
                     self.lazy[toplevel] = registers
+                del self.running[toplevel]
         done.set()
 
     def forget_running(self) -> None:

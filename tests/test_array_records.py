@@ -269,6 +269,47 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
     assert taken == [("<i4", [4], 2)]
 
 
+@pytest.mark.skipif(fastser.COMPILED, reason="compiled code calls numpy_entry natively "
+                    "and switches threads nowhere inside DirectLoads.get")
+def test_a_decoder_shared_by_threads_never_pairs_fresh_stamps_with_a_stale_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # After a registration, thread A's loads looks the numpy entry up again (slowly); thread
+    # B's loads on the same decoder meanwhile must not take the entry cached before it.
+    import threading
+
+    import fastser._array_records as records
+    from fastser._registry import REGISTRY
+    frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
+    decoder = fastser.Decoder()
+    decoder.loads(frames)  # numpy registered, its entry cached
+    own = REGISTRY.by_name["numpy.ndarray"]
+    lookup = records.numpy_entry
+    inside, go_on = threading.Event(), threading.Event()
+
+    def slow_lookup(deserializers: Any) -> Any:
+        inside.set()
+        go_on.wait(10)
+        return lookup(deserializers)
+
+    fastser.register_serialization(np.ndarray, own.dumps, lambda h, f: "mine",
+                                   name="numpy.ndarray")
+    monkeypatch.setattr(records, "numpy_entry", slow_lookup)
+    got: dict[str, Any] = {}
+    first = threading.Thread(target=lambda: got.setdefault("A", decoder.loads(frames)))
+    try:
+        first.start()
+        assert inside.wait(10)
+        monkeypatch.setattr(records, "numpy_entry", lookup)
+        got["B"] = decoder.loads(frames)
+    finally:
+        go_on.set()
+        first.join(10)
+        REGISTRY.by_type[np.ndarray] = REGISTRY.by_name["numpy.ndarray"] = own
+        REGISTRY.generation += 1
+    assert got == {"A": "mine", "B": "mine"}
+    assert type(decoder.loads(frames)) is np.ndarray
+
+
 DTYPES = ["<f8", "<f4", ">i4", "|u1", "|b1", "<c16", "<M8[ns]", "<m8[s]", "<U3", "|S2"]
 
 

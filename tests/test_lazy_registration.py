@@ -212,6 +212,29 @@ def test_an_interrupt_while_a_run_is_claimed_leaves_it_waiting(
     assert fastser.serialize(thing(), ["dispatch"])[0]["serializer"] == "dispatch"
 
 
+def test_a_run_that_ends_without_setting_its_event_releases_its_waiters() -> None:
+    # Event.set() is Python code: an interrupt inside it leaves the run ended (out of
+    # running) but the Event unset. Waiters look again now and then.
+    module = "fastser_test_unset_event"
+    thing = make_class(module)
+    fastser.register_serialization_lazy(
+        module, lambda: fastser.register_serialization(thing, lambda obj: ({}, []),
+                                                       lambda h, f: thing()))
+    with REGISTRY.lazy_lock:  # a run of another thread, as _run_lazy claims one
+        registers = REGISTRY.lazy.pop(module)
+        REGISTRY.running[module] = (-1, threading.Event(), registers)
+    found: list[str] = []
+    waiter = in_thread(lambda: found.append(fastser.serialize(thing(), ["dispatch"])[0]
+                                            ["serializer"]))
+    time.sleep(0.2)
+    assert not found  # waiting for the run
+    with REGISTRY.lazy_lock:  # the run ends, its Event never set
+        REGISTRY.lazy[module] = registers
+        del REGISTRY.running[module]
+    waiter.join(10)
+    assert found == ["dispatch"]
+
+
 def test_two_registrations_that_look_each_other_up_in_two_threads_do_not_deadlock() -> None:
     # A's registration asks for B's type while B's, in another thread, asks for A's: the
     # second to ask would wait for the first, which waits for it. It looks again instead.
