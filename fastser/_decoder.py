@@ -21,7 +21,7 @@ import msgpack
 
 from ._arguments import check_bool, check_optional
 from ._array_records import DirectLoads, check_short_record, header_of
-from ._errors import DeserializationError, FastserError, chained, shown
+from ._errors import DeserializationError, FastserError, chained, located, shown
 from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
 from ._depth import deeper_than, header_nests_deeper, is_container
@@ -165,8 +165,7 @@ class DecodeState:
             try:
                 return self.task(first is TASK_SERIALIZED_MARK, items)
             except DeserializationError as exc:
-                raise chained(DeserializationError(f"{exc} (a task inline in the header)"),
-                              exc)
+                raise located(exc, "a task inline in the header")
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
             header, frames = self.record_parts(items)
             try:
@@ -174,8 +173,7 @@ class DecodeState:
                     return self.open_serialized(header, frames)
                 return self.open_pickled(header, frames)
             except DeserializationError as exc:
-                raise chained(DeserializationError(f"{exc} (the payload {where(items[2])})"),
-                              exc)
+                raise located(exc, f"the payload {where(items[2])}")
         if first is MAP_MARK:
             return dict_of_pairs(items, 1)
         if first is ARRAY_MARK:
@@ -196,8 +194,7 @@ class DecodeState:
                         return array
                 return self.open_serialized(header_of(items), [frame])
             except DeserializationError as exc:
-                raise chained(DeserializationError(f"{exc} (the payload {where([items[3]])})"),
-                              exc)
+                raise located(exc, f"the payload {where([items[3]])}")
         del items[0]
         if first is LIST_MARK:
             return items
@@ -259,7 +256,7 @@ class DecodeState:
             try:
                 out[key] = self.task(True, fields)
             except DeserializationError as exc:
-                raise chained(DeserializationError(f"{exc} (task {index} of a task map)"), exc)
+                raise located(exc, f"task {index} of a task map")
         return out
 
     def pickle_is_builtin(self) -> bool:
@@ -336,8 +333,7 @@ class DecodeState:
                 return self.open_serialized(header, [data])
             return self.open_pickled(header, [data])
         except DeserializationError as exc:
-            raise chained(DeserializationError(f"{exc} (the payload inline in the header)"),
-                          exc)
+            raise located(exc, "the payload inline in the header")
 
     def nested_items(self, data: bytes) -> list[Any]:
         if self.nested_ext >= self.max_nested:

@@ -23,6 +23,14 @@ class FrameError(DeserializationError):
     """A byte stream or frame list is malformed, truncated, or exceeds the Limits."""
 
 
+class RefusedFamilyError(DeserializationError):
+    """A payload's serializer family is not in the decoder's deserializers."""
+
+
+class SenderError(DeserializationError):
+    """An "error" payload: the sender could not serialize this value (its text says why)."""
+
+
 class UnencodableError(SerializationError):
     """Raised inside the encoder's walk; dumps re-raises it as a SerializationError that
     adds the path of `obj` to `reason` (the walk itself carries no path)."""
@@ -34,6 +42,7 @@ class UnencodableError(SerializationError):
 
 
 Raised = TypeVar("Raised", bound=BaseException)
+Located = TypeVar("Located", bound=DeserializationError)
 
 
 def chained(error: Raised, cause: Optional[BaseException]) -> Raised:
@@ -43,6 +52,12 @@ def chained(error: Raised, cause: Optional[BaseException]) -> Raised:
     # expression after `raise`), so compiled modules set the cause through this function.
     error.__cause__ = cause
     return error
+
+
+def located(error: Located, where: str) -> Located:
+    """`error` again, of the same class, with where in the message it happened: callers
+    (fastser.dask) tell a refused family or a sender's error from corrupt input by class."""
+    return chained(type(error)(f"{error} ({where})"), error)
 
 
 # Received values shown in error messages are input: a ref nested 1,000 deep made repr()

@@ -11,8 +11,8 @@ import msgpack
 from ._arguments import check_str
 from ._compression import decompress_frames
 from ._dispatch import register_builtin_types
-from ._errors import (DeserializationError, FastserError, SerializationError, chained,
-                      shown)
+from ._errors import (DeserializationError, FastserError, RefusedFamilyError, SenderError,
+                      SerializationError, chained, shown)
 from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
 from ._pickle_reader import read_pickle
@@ -134,8 +134,10 @@ def deserialize_within(header: Header, frames: list[Frame],
     name = header.get(HEADER_SERIALIZER) if type(header) is dict else None
     if type(name) is not str:
         raise DeserializationError(f"a payload header needs a str {HEADER_SERIALIZER!r}")
-    if deserializers is not None and name not in deserializers:
-        raise DeserializationError(
+    # An "error" payload is always read: it only raises the sender's text, which says more
+    # than a refusal would, and runs nothing.
+    if deserializers is not None and name not in deserializers and name != ERROR_FAMILY:
+        raise RefusedFamilyError(
             f"payload of serializer family {shown(name)} refused: not in deserializers "
             f"{list(deserializers)}")
     family = REGISTRY.families.get(name)
@@ -174,7 +176,7 @@ def error_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header,
 
 def error_loads(header: Header, frames: list[Frame]) -> Any:
     text = b"\n".join(bytes(frame) for frame in frames).decode("utf-8", "replace")
-    raise DeserializationError(f"the sender could not serialize this payload: {text}")
+    raise SenderError(f"the sender could not serialize this payload: {text}")
 
 
 def register_builtin_families() -> None:

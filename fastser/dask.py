@@ -20,19 +20,20 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
+from distributed.comm.addressing import get_address_host
 from distributed.comm.core import CommClosedError
 from distributed.comm.utils import OFFLOAD_THRESHOLD
 from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
                                   TLSBackend, TLSConnector, TLSListener,
                                   convert_stream_closed_error)
 from distributed.system import MEMORY_LIMIT
-from distributed.utils import offload
+from distributed.utils import get_ip, offload
 from tornado.iostream import IOStream, StreamClosedError
 
 from ._dask_bridge import distributed_to_fastser, families, fastser_to_distributed
 from ._decoder import Decoder
 from ._encoder import Encoder
-from ._errors import FrameError
+from ._errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
 from ._framing import (COUNT, WORD, check_count, check_lengths, coalesce, frame_layout,
                        frame_runs, pack_frames_prelude, slice_frames)
 from ._limits import Limits
@@ -79,6 +80,16 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
             await stream.read_into(cast(bytearray, view[piece:min(piece + MAX_IO_BYTES, stop)]))
     # Zero-copy: the frames are slices of the one buffer the bytes were read into.
     return slice_frames(view, lengths, 0, gaps, True)
+
+
+def raised_eof(exc: BaseException) -> bool:
+    """Whether EOFError is among the causes of `exc`."""
+    cause: Optional[BaseException] = exc
+    while cause is not None:
+        if isinstance(cause, EOFError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:
@@ -172,12 +183,24 @@ class FastserComm:
             raise
         # The whole message was read: a decode error leaves the stream usable.
         decoder = self.decoder(deserializers)
-        if self.deserialize and self.allow_offload and OFFLOAD_THRESHOLD and \
-                sum(frame.nbytes for frame in frames) > OFFLOAD_THRESHOLD:
-            # As distributed does: a large message is opened in its offload thread, so
-            # unpickling a large object does not stall the event loop (arrays are views).
-            return await offload(decoder.loads, frames)
-        return decoder.loads(frames)
+        try:
+            if self.deserialize and self.allow_offload and OFFLOAD_THRESHOLD and \
+                    sum(frame.nbytes for frame in frames) > OFFLOAD_THRESHOLD:
+                # As distributed does: a large message is opened in its offload thread, so
+                # unpickling a large object does not stall the event loop (arrays are views).
+                return await offload(decoder.loads, frames)
+            return decoder.loads(frames)
+        except (RefusedFamilyError, SenderError) as exc:
+            # distributed raises TypeError for both (its deserialize() and its "error"
+            # family), and its callers catch that: Client(deserializers=...) relies on it.
+            raise TypeError(str(exc)) from exc
+        except DeserializationError as exc:
+            if not raised_eof(exc):
+                raise
+            # As TCP.read: a payload that ends too early (EOFError while opening it) may be
+            # a stream garbled in transit, so the comm is closed rather than read again.
+            self.abort()
+            raise CommClosedError(f"in {self}: aborted stream on truncated data") from exc
 
     async def write(self, msg: Any, serializers: Optional[Sequence[str]] = None,
                     on_error: Optional[str] = "message") -> int:
@@ -253,12 +276,39 @@ class FastserTLSConnector(TLSConnector):
     comm_class = FastserTLS
 
 
-class FastserListener(TCPListener):
+class WorkerHost:
+    """A worker's listener advertises the address of the interface that routes to its
+    scheduler, as on tcp://: distributed's Worker passes that as default_host only when its
+    protocol is "tcp" or "tls" (Worker.start_unsafe), so here it is found from the worker
+    the listener serves. Without it a worker listening on all interfaces advertises the
+    default route's address, which on a host with several interfaces is the wrong one."""
+
+    default_host: Optional[str]
+
+    def __init__(self, address: str, comm_handler: Callable[..., Any], *args: Any,
+                 **kwargs: Any) -> None:
+        super().__init__(address, comm_handler, *args, **kwargs)  # type: ignore[call-arg]  # TCPListener's
+        if self.default_host is None:
+            self.default_host = scheduler_route(comm_handler)
+
+
+def scheduler_route(comm_handler: Callable[..., Any]) -> Optional[str]:
+    """The local IP towards the scheduler of the Worker whose handler `comm_handler` is."""
+    from distributed.worker import Worker  # the worker module is not needed before this
+
+    server = getattr(comm_handler, "__self__", None)
+    if not isinstance(server, Worker):
+        return None
+    host: str = get_ip(get_address_host(server.scheduler.address))
+    return host
+
+
+class FastserListener(WorkerHost, TCPListener):
     prefix = "fastser://"
     comm_class = FastserTCP
 
 
-class FastserTLSListener(TLSListener):
+class FastserTLSListener(WorkerHost, TLSListener):
     prefix = "fastser-tls://"
     comm_class = FastserTLS
 

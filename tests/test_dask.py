@@ -21,7 +21,7 @@ pytest.importorskip("distributed")
 
 import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
-from distributed import Client, LocalCluster, Nanny, Scheduler, Worker  # noqa: E402
+from distributed import Client, LocalCluster, Nanny, Scheduler, Worker, wait  # noqa: E402
 from distributed.security import Security  # noqa: E402
 from distributed.comm.core import connect  # noqa: E402
 from distributed.comm.core import CommClosedError  # noqa: E402
@@ -344,3 +344,63 @@ def test_fastser_tls(tmp_path: pathlib.Path) -> None:
              for kind, path in (("key", key), ("cert", cert))}
     security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
     asyncio.run(asyncio.wait_for(tls_cluster(security), 3 * TIMEOUT))
+
+
+async def refusals_cluster() -> None:
+    async with Scheduler(protocol="fastser://", host="127.0.0.1", dashboard=False) as scheduler:
+        # Bound to all interfaces, as `dask worker ADDRESS` is: it advertises the interface
+        # that routes to its scheduler (distributed does this for tcp:// only).
+        async with Worker(scheduler.address, nthreads=1) as worker:
+            assert worker.address.startswith("fastser://127.0.0.1:")
+            async with Client(scheduler.address, asynchronous=True,
+                              deserializers=["msgpack"]) as client:
+                # A payload the reader may not open raises TypeError, as on tcp:// (here
+                # the sender, told msgpack only, sends an "error" payload instead).
+                future = await client.scatter(np.ones(5))
+                with pytest.raises(TypeError, match="ndarray"):
+                    await future
+            async with Client(scheduler.address, asynchronous=True,
+                              serializers=["dask", "msgpack"]) as client:
+                # What the worker cannot send without pickle arrives as an "error" payload,
+                # read whatever the deserializers, and raised as TypeError.
+                result = client.submit(lambda: logging.Formatter, pure=False)
+                await wait(result)
+                with pytest.raises(TypeError, match="could not serialize"):
+                    await client.gather(result, direct=True)
+
+
+def test_refusals_and_error_payloads_raise_type_error() -> None:
+    asyncio.run(asyncio.wait_for(refusals_cluster(), 3 * TIMEOUT))
+
+
+class EndsEarly:
+    """Unpickles by raising EOFError, as a truncated pickle does."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return eof, ()
+
+
+def eof() -> None:
+    raise EOFError
+
+
+async def truncated_payload() -> None:
+    received: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def handle(comm: Any) -> None:
+        await received.put(comm)
+
+    from distributed.comm.core import listen
+    async with listen("fastser://127.0.0.1", handle) as listener:
+        comm = await connect(listener.contact_address, timeout=TIMEOUT)
+        other = await received.get()
+        await other.write({"data": DSerialize(EndsEarly())})
+        # As on tcp://: EOFError while opening a payload closes the comm.
+        with pytest.raises(CommClosedError, match="truncated"):
+            await comm.read()
+        assert comm.closed()
+        await other.close()
+
+
+def test_eof_in_a_payload_closes_the_comm() -> None:
+    asyncio.run(asyncio.wait_for(truncated_payload(), TIMEOUT))

@@ -9,6 +9,7 @@ import pytest
 
 import fastser
 from fastser import DeserializationError, SerializationError
+from fastser._errors import RefusedFamilyError, SenderError
 
 
 class Unregistered:
@@ -120,6 +121,20 @@ def test_on_error_message_returns_error_record() -> None:
     assert header["serializer"] == "error"
     with pytest.raises(DeserializationError, match="lock"):
         fastser.deserialize(header, frames)
+    # Read whatever the deserializers: the sender's text says more than a refusal would.
+    with pytest.raises(SenderError, match="lock"):
+        fastser.deserialize(header, frames, deserializers=["msgpack"])
+
+
+def test_refusals_and_sender_errors_keep_their_class_in_a_message() -> None:
+    # fastser.dask tells them apart from corrupt input by class, wherever they are.
+    import threading
+    frames = fastser.dumps({"a": [fastser.Serialize(threading.Lock())]}, on_error="message")
+    with pytest.raises(SenderError, match="lock"):
+        fastser.loads(frames, deserializers=["dispatch"])
+    frames = fastser.dumps({"a": [fastser.Serialize(Unregistered())]})
+    with pytest.raises(RefusedFamilyError, match="not in deserializers"):
+        fastser.loads(frames, deserializers=["dispatch"])
 
 
 def test_pickle_keeps_buffers_out_of_band() -> None:
