@@ -53,9 +53,11 @@ class Decoder:
     def __init__(self, *, deserialize: bool = True,
                  deserializers: Optional[Sequence[str]] = None,
                  limits: Optional[Limits] = None, open_pickled: bool = False,
-                 serialized_factory: Optional[SerializedFactory] = None) -> None:
+                 serialized_factory: Optional[SerializedFactory] = None,
+                 lists_as_tuples: bool = False) -> None:
         check_bool(deserialize, "deserialize")
         check_bool(open_pickled, "open_pickled")
+        check_bool(lists_as_tuples, "lists_as_tuples")
         check_optional(limits, Limits, "limits")
         self.deserialize = deserialize
         self.deserializers: Optional[tuple[str, ...]] = (
@@ -63,6 +65,9 @@ class Decoder:
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
         self.open_pickled = open_pickled
         self.serialized_factory = serialized_factory
+        # The header's lists as tuples, as msgpack's use_list=False (distributed's tcp://)
+        # makes them: fastser.dask, whose peers (distributed itself) rely on it.
+        self.lists_as_tuples = lists_as_tuples
         self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
         self.direct_loads = DirectLoads(self.deserializers)
 
@@ -104,7 +109,43 @@ class Decoder:
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
+        if self.lists_as_tuples:
+            return as_tuples(msg, state.opened_ids)
         return msg
+
+
+def as_tuples(obj: Any, opened: set[int]) -> Any:
+    """`obj` with each list a tuple, in place in its dicts, but for what payloads made
+    (`opened`): as msgpack's use_list=False. Nests no deeper than loads has checked."""
+    t = type(obj)
+    if t is list:
+        if id(obj) in opened:
+            return obj
+        items: list[Any] = obj
+        return tuple([as_tuples(item, opened) for item in items])
+    if t is tuple:
+        if id(obj) in opened:
+            return obj
+        old: tuple[Any, ...] = obj
+        new = [as_tuples(item, opened) for item in old]
+        for index in range(len(new)):
+            if new[index] is not old[index]:
+                return tuple(new)
+        return obj
+    if t is dict:
+        if id(obj) in opened:
+            return obj
+        mapping: dict[Any, Any] = obj
+        changed = [(key, value) for key, value in mapping.items()
+                   if as_tuples_needed(value)]
+        for key, value in changed:
+            mapping[key] = as_tuples(value, opened)
+    return obj
+
+
+def as_tuples_needed(value: Any) -> bool:
+    t = type(value)
+    return t is list or t is tuple or t is dict
 
 
 class DecodeState:
@@ -113,6 +154,10 @@ class DecodeState:
     def __init__(self, decoder: Decoder, frames: list[Frame], tuple_leads: bool) -> None:
         self.decoder = decoder
         self.tuple_leads = tuple_leads  # whether an array led by TUPLE_LEAD is a tuple (v9)
+        self.lists_as_tuples = decoder.lists_as_tuples
+        # With lists_as_tuples: the ids of the lists, tuples and dicts that opened payloads
+        # made, whose insides keep their types (alive as long as the message is).
+        self.opened_ids: set[int] = set()
         self.nested_ext = 0
         self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
@@ -130,6 +175,14 @@ class DecodeState:
         self.pack_task: Any = None  # a Packer's bound pack, made for the first unopened task
         self.task_names: Optional[TaskNames] = None  # made for the first task
         self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
+
+    def opened(self, value: Any) -> Any:
+        """`value`, made from a payload: remembered so that lists_as_tuples leaves it be."""
+        if self.lists_as_tuples:
+            t = type(value)
+            if t is list or t is tuple or t is dict:
+                self.opened_ids.add(id(value))
+        return value
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -228,7 +281,7 @@ class DecodeState:
                     # The name found is a module's container, not a function (pickle would
                     # return it too): the task nests deeper than its header shows.
                     self.unscanned += 1
-                return task
+                return self.opened(task)
         header: Header = TASK_RECORD_HEADER.copy()  # a copy: each record owns its header
         pack = self.pack_task
         if pack is None:
@@ -326,7 +379,7 @@ class DecodeState:
             found, value = unpickle_directly(data)  # a task, without the family call
             if found:
                 self.unscanned += 1
-                return value
+                return self.opened(value)
         header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
         try:
             if code == EXT_PICKLE_SERIALIZED:
@@ -370,11 +423,11 @@ class DecodeState:
         if decoder.deserialize:
             self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return deserialize_within(header, frames, decoder.deserializers,
-                                      decoder.limits.max_frame_bytes)
+            return self.opened(deserialize_within(header, frames, decoder.deserializers,
+                                                  decoder.limits.max_frame_bytes))
         if decoder.serialized_factory is not None:
             self.unscanned += 1
-            return decoder.serialized_factory(header, frames)
+            return self.opened(decoder.serialized_factory(header, frames))
         return Serialized(header, frames)
 
     def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
@@ -386,7 +439,7 @@ class DecodeState:
                     f"a pickled placeholder names the family {shown(family)}")
             self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return deserialize_within(header, frames, decoder.deserializers,
-                                      decoder.limits.max_frame_bytes)
+            return self.opened(deserialize_within(header, frames, decoder.deserializers,
+                                                  decoder.limits.max_frame_bytes))
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)

@@ -347,12 +347,13 @@ CLASS_DOCS: dict[type, str] = {
     raises NotImplementedError. Options are checked here: ValueError (TypeError for
     serializers given as one str) as for dumps. Safe to share between threads.""",
     Decoder: """Decoder(*, deserialize=True, deserializers=None, limits=None,
-    open_pickled=False, serialized_factory=None)
+    open_pickled=False, serialized_factory=None, lists_as_tuples=False)
 
     A reusable loads with fixed options; .loads(frames) -> message (see fastser.loads).
     open_pickled: with deserialize=False, still unpickle ToPickle/Pickled payloads when
     "pickle" is allowed. serialized_factory(header, frames) builds what a kept Serialize
-    payload becomes (default Serialized). Options are checked here: ValueError
+    payload becomes (default Serialized). lists_as_tuples: the message's lists come back
+    as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are checked here: ValueError
     (TypeError for deserializers given as one str) as for loads. Safe to share between
     threads.""",
     Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,

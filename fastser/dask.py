@@ -22,10 +22,11 @@ from typing import Any, Final, Optional, cast
 
 from distributed.comm.addressing import get_address_host
 from distributed.comm.core import CommClosedError
-from distributed.comm.utils import OFFLOAD_THRESHOLD
+import distributed.comm.utils as comm_utils
 from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
                                   TLSBackend, TLSConnector, TLSListener,
                                   convert_stream_closed_error)
+from distributed.sizeof import safe_sizeof
 from distributed.system import MEMORY_LIMIT
 from distributed.utils import get_ip, offload
 from tornado.iostream import IOStream, StreamClosedError
@@ -80,6 +81,13 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
             await stream.read_into(cast(bytearray, view[piece:min(piece + MAX_IO_BYTES, stop)]))
     # Zero-copy: the frames are slices of the one buffer the bytes were read into.
     return slice_frames(view, lengths, 0, gaps, True)
+
+
+def large(msg: Any, threshold: int) -> bool:
+    """Whether distributed would encode `msg` off the event loop: its estimated size, by
+    dask's sizeof (which samples large collections), is over `threshold` or unknown."""
+    size: int = safe_sizeof(msg, default_size=-1)
+    return size == -1 or size > threshold
 
 
 def raised_eof(exc: BaseException) -> bool:
@@ -147,12 +155,7 @@ class FastserComm:
             names = (*names, "pickle")
         decoder = self.decoders.get(names)
         if decoder is None:
-            if self.deserialize:
-                decoder = Decoder(deserializers=names, limits=DASK_LIMITS)
-            else:
-                decoder = Decoder(deserialize=False, deserializers=names, limits=DASK_LIMITS,
-                                  open_pickled=True, serialized_factory=fastser_to_distributed)
-            self.decoders[names] = decoder
+            decoder = self.decoders[names] = make_decoder(self.deserialize, names)
         return decoder
 
     async def read(self, deserializers: Optional[Sequence[str]] = None) -> Any:
@@ -184,8 +187,10 @@ class FastserComm:
         # The whole message was read: a decode error leaves the stream usable.
         decoder = self.decoder(deserializers)
         try:
-            if self.deserialize and self.allow_offload and OFFLOAD_THRESHOLD and \
-                    sum(frame.nbytes for frame in frames) > OFFLOAD_THRESHOLD:
+            # Looked up on each read, as distributed does (its tests change it).
+            threshold = comm_utils.OFFLOAD_THRESHOLD
+            if self.deserialize and self.allow_offload and threshold and \
+                    sum(frame.nbytes for frame in frames) > threshold:
                 # As distributed does: a large message is opened in its offload thread, so
                 # unpickling a large object does not stall the event loop (arrays are views).
                 return await offload(decoder.loads, frames)
@@ -207,7 +212,14 @@ class FastserComm:
         stream = self.stream
         if stream is None:
             raise CommClosedError()
-        frames = self.encoder(serializers, on_error or "message").dumps(msg)
+        encoder = self.encoder(serializers, on_error or "message")
+        threshold = comm_utils.OFFLOAD_THRESHOLD
+        if self.allow_offload and threshold and large(msg, threshold):
+            # As TCP.write (to_frames): a large message is encoded in distributed's offload
+            # thread, so pickling a large object does not stall the event loop.
+            frames = await offload(encoder.dumps, msg)
+        else:
+            frames = encoder.dumps(msg)
         prefix = b"" if self.greeted else MAGIC
         try:
             written = write_frames(stream, frames, prefix)
@@ -248,6 +260,18 @@ def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
                    on_error="raise" if on_error == "raise" else "message", context=context,
                    frame_split_size=frame_split_size, default=distributed_to_fastser,
                    compression=compression)
+
+
+def make_decoder(deserialize: bool, deserializers: Optional[tuple[str, ...]]) -> Decoder:
+    """The Decoder for Comm.read() (fastser's family names): workers and clients open
+    payloads; the scheduler (deserialize=False) keeps data payloads as distributed's
+    Serialized and opens ToPickle. Lists come back as tuples, as tcp:// delivers them:
+    distributed's code relies on it (ForwardOutput's print events, for one)."""
+    if deserialize:
+        return Decoder(deserializers=deserializers, limits=DASK_LIMITS, lists_as_tuples=True)
+    return Decoder(deserialize=False, deserializers=deserializers, limits=DASK_LIMITS,
+                   open_pickled=True, serialized_factory=fastser_to_distributed,
+                   lists_as_tuples=True)
 
 
 def installed(compression: str) -> bool:

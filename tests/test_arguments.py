@@ -34,6 +34,7 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
     "loads deserialize None": lambda: fastser.loads(FRAMES, deserialize=wrong(None)),
     "Decoder deserialize": lambda: fastser.Decoder(deserialize=wrong(1)),
     "Decoder open_pickled": lambda: fastser.Decoder(open_pickled=wrong(1)),
+    "Decoder lists_as_tuples": lambda: fastser.Decoder(lists_as_tuples=wrong(1)),
     "loads limits": lambda: fastser.loads(FRAMES, limits=wrong({})),
     "Limits max_frames": lambda: fastser.Limits(max_frames=wrong("5")),
     "Limits max_depth": lambda: fastser.Limits(max_depth=wrong(5.0)),

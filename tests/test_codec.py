@@ -268,6 +268,24 @@ def test_decoder_hooks_only_where_they_apply() -> None:
     assert Decoder(serialized_factory=lambda h, f: "made").loads(frames) == {"s": 3, "p": 4}
 
 
+def test_decoder_lists_as_tuples() -> None:
+    # Every list of the message, wherever the encoder put it (a plain array, an empty one,
+    # a list led by a mark, a list of large bytes), as msgpack's use_list=False; tuples,
+    # sets and what payloads hold keep their types.
+    big = b"x" * 2**17
+    msg = {"a": [1, [2, []]], "b": [-32, 1], "c": [big, big], "t": (1, [2]), "s": {3},
+           "p": Serialize([4, [5]])}
+    frames = fastser.dumps(msg)
+    out = Decoder(lists_as_tuples=True).loads(frames)
+    assert out == {"a": (1, (2, ())), "b": (-32, 1), "c": (big, big), "t": (1, (2,)),
+                   "s": {3}, "p": [4, [5]]}
+    assert type(out["p"][1]) is list
+    assert Decoder().loads(frames) == {**msg, "p": [4, [5]]}
+    assert type(Decoder().loads(frames)["a"]) is list
+    msgpack_view = msgpack.unpackb(msgpack.packb(msg["a"]), use_list=False)
+    assert out["a"] == msgpack_view
+
+
 def test_encoder_validates_options() -> None:
     with pytest.raises(ValueError):
         Encoder(serializers=["nope"])
