@@ -42,10 +42,11 @@ def worker_environment() -> dict[str, str]:
 class Worker:
     """One worker subprocess, spoken to in JSON lines."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, workloads: Optional[str] = None) -> None:
         self.python = python
         self.proc = subprocess.Popen(
-            [python, os.path.join(HERE, "suite_worker.py")], cwd=HERE, text=True,
+            [python, os.path.join(HERE, "suite_worker.py"), *([workloads] if workloads else [])],
+            cwd=HERE, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_environment())
         self.hello = self.read()
 

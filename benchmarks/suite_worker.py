@@ -1,6 +1,10 @@
 """The timing worker of benchmarks/suite.py: one process per interpreter, driven over a pipe.
 
-    python benchmarks/suite_worker.py      (started by suite.py, not by hand)
+    python benchmarks/suite_worker.py [WORKLOADS.py]   (started by suite.py or
+                                                        traffic/bench.py, not by hand)
+
+WORKLOADS.py (default: suite_workloads.py) is the module that builds the workloads: its
+WORKLOADS (name -> description), build(name, anchors) and check_roundtrip(name, built).
 
 Protocol, one JSON object per line on stdin, one answer per line on stdout:
   (on start)                        -> {"compiled", "fastser", "python", "versions", "workloads"}
@@ -17,13 +21,13 @@ the timings would depend on what else the worker holds.
 """
 
 import gc
+import importlib
 import json
+import os
 import sys
 import time
 import traceback
 from typing import Any, Callable
-
-import suite_workloads
 
 TARGET_SECONDS = 0.1  # a batch: 50-200 ms, unless one call takes longer
 
@@ -55,8 +59,17 @@ def calibrate(fn: Callable[[], Any], collect: bool) -> int:
     return max(1, round(number * TARGET_SECONDS / elapsed))
 
 
+def workloads_module() -> Any:
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "suite_workloads.py")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    return importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+
+
 def main() -> None:
     import fastser
+
+    suite_workloads = workloads_module()
 
     versions = {}
     for name in ("msgpack", "msgspec", "numpy", "distributed"):
@@ -67,7 +80,7 @@ def main() -> None:
     answer({"compiled": fastser.COMPILED, "fastser": fastser.__file__,
             "python": sys.version.split()[0], "versions": versions,
             "workloads": suite_workloads.WORKLOADS})
-    built: dict[str, suite_workloads.Built] = {}
+    built: dict[str, Any] = {}
     numbers: dict[tuple[str, str, str], int] = {}
     for line in sys.stdin:
         try:

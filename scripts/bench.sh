@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# The benchmark suite of issue 4 in one command: builds fastser compiled and pure, each with
-# the bench extra (distributed, msgspec, numpy, lz4, zstandard, mypy), into two fresh virtual
-# environments, then runs benchmarks/suite.py with both. Extra arguments go to suite.py
-# (--rounds N, --only W1,W4, --json, --gc). Needs only Python 3.11+ and a C compiler.
+# The benchmarks in one command each. Builds fastser compiled and pure, each with the bench
+# extra (distributed, dask[array,dataframe], msgspec, numpy, lz4, zstandard, mypy), into two
+# fresh virtual environments (REUSE_ENVS=1 keeps existing ones), then runs:
+#   bash scripts/bench.sh [ARGS]           benchmarks/suite.py, W1-W6 (--rounds N, --only W1,W4, --json)
+#   bash scripts/bench.sh traffic [ARGS]   benchmarks/traffic/bench.py on the traffic corpus
+#   bash scripts/bench.sh capture [ARGS]   records a cluster's traffic (benchmarks/traffic/
+#                                          capture.py --scale S) and remakes the corpus from it
+#   bash scripts/bench.sh cluster [ARGS]   benchmarks/cluster.py: whole workloads, tcp:// vs fastser://
+# Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 envs="$repo/.envs"
 python=${PYTHON:-python3}
 mkdir -p "$envs"
+what=suite
+case "${1:-}" in traffic|capture|cluster) what=$1; shift ;; esac
 
 build() {  # build NAME FASTSER_PURE (one after the other: both build in the same tree)
+    if [ "${REUSE_ENVS:-0}" = 1 ] && [ -x "$envs/$1/bin/python" ]; then return; fi
     "$python" -m venv --clear "$envs/$1"
     FASTSER_PURE=$2 "$envs/$1/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-cache-dir "$repo[bench]"
@@ -17,6 +25,20 @@ build() {  # build NAME FASTSER_PURE (one after the other: both build in the sam
 
 echo "== building compiled and pure fastser with the bench extra" >&2
 build bench-compiled 0
-build bench-pure 1
-"$python" "$repo/benchmarks/suite.py" --compiled "$envs/bench-compiled/bin/python" \
-    --pure "$envs/bench-pure/bin/python" "$@"
+compiled="$envs/bench-compiled/bin/python"
+pure="$envs/bench-pure/bin/python"
+case $what in
+    suite)
+        build bench-pure 1
+        "$python" "$repo/benchmarks/suite.py" --compiled "$compiled" --pure "$pure" "$@" ;;
+    traffic)
+        build bench-pure 1
+        "$python" "$repo/benchmarks/traffic/bench.py" --compiled "$compiled" --pure "$pure" "$@" ;;
+    capture)
+        records=$(mktemp -d)
+        trap 'rm -rf "$records"' EXIT
+        "$compiled" -P "$repo/benchmarks/traffic/capture.py" --out "$records" "$@"
+        "$python" "$repo/benchmarks/traffic/synthesize.py" "$records" ;;
+    cluster)
+        "$compiled" -P "$repo/benchmarks/cluster.py" "$@" ;;
+esac

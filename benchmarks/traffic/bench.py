@@ -1,0 +1,129 @@
+"""fastser on real Dask traffic: every message kind of the corpus (corpus/corpus.json, made
+by capture.py and synthesize.py), dumps and loads of fastser compiled and pure as its
+fastser:// comm calls them, beside distributed.protocol as its tcp:// comm calls them,
+pickle protocol 5 and msgspec (where the message is plain msgpack); then the whole recorded
+mix, each kind weighted by how many messages of it the cluster sent.
+
+    python benchmarks/traffic/bench.py --compiled PY1 --pure PY2 [--rounds N] [--only K1,K2]
+                                       [--corpus PATH] [--json]
+
+PY1 and PY2 are interpreters with fastser installed compiled and pure, each with the bench
+extra (`bash scripts/bench.sh traffic` builds both). Timing is benchmarks/suite.py's: one
+worker process per build, batches of ~0.1 s interleaved round by round, medians of times
+and of per-round ratios. Rerun it against any build, or any corpus, to compare.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from typing import Any, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import suite  # noqa: E402
+
+WORKLOADS_MODULE = os.path.join(HERE, "bench_workloads.py")
+ANCHORS = ["distributed", "pickle5", "msgspec"]
+SHOWN = [suite.COMPILED, suite.PURE, "pickle5", "msgspec"]
+
+
+def fmt_x(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def fmt_us(value: Optional[float]) -> str:
+    return suite.fmt_us(value)
+
+
+def mix_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]:
+    """Per contestant with every kind: the recorded mix's time per round (each kind's
+    dumps + loads, times its message count), its median, and the median per-round ratio
+    to distributed."""
+    per_round: dict[str, list[float]] = {}
+    for label in [suite.COMPILED, suite.PURE, "distributed", "pickle5"]:
+        rounds: Optional[list[float]] = None
+        for name, result in results.items():
+            samples = result["samples_us"].get(label)
+            if samples is None:
+                rounds = None
+                break
+            weight = kinds[name]["messages"]
+            summed = [weight * (d + l) for d, l in zip(samples["dumps"], samples["loads"])]
+            rounds = summed if rounds is None else [a + b for a, b in zip(rounds, summed)]
+        if rounds:
+            per_round[label] = rounds
+    out: dict[str, Any] = {}
+    reference = per_round.get("distributed")
+    for label, rounds in per_round.items():
+        out[label] = {"seconds": statistics.median(rounds) / 1e6,
+                      "vs_distributed": suite.paired(rounds, reference) if reference else None}
+    return out
+
+
+def report(corpus: dict[str, Any], results: dict[str, Any], totals: dict[str, Any]) -> str:
+    kinds = {entry["kind"]: entry for entry in corpus["kinds"]}
+    lines = [f"corpus: {len(kinds)} kinds, {corpus['coverage']['messages']:.1%} of "
+             f"{corpus['messages']:,} messages and {corpus['coverage']['bytes']:.1%} of "
+             f"{corpus['bytes']:,} bytes recorded (capture scale {corpus['scale']})",
+             "ratios: time / distributed's time (dumps, loads), medians of per-round ratios",
+             ""]
+    head = (f"{'kind':32s} {'msgs':>6s} {'bytes':>6s} {'to':>5s} {'dist d µs':>9s} "
+            f"{'dist l µs':>9s}" + "".join(f" {label[:12]:>13s}" for label in SHOWN))
+    lines += [head, "-" * len(head)]
+    for name, result in results.items():
+        entry = kinds[name]
+        medians = result["medians_us"].get("distributed", {})
+        row = (f"{name[:32]:32s} {entry['message_share']:6.1%} {entry['byte_share']:6.1%} "
+               f"{'sched' if entry['receiver'] == 'scheduler' else 'other':>5s} "
+               f"{fmt_us(medians.get('dumps')):>9s} {fmt_us(medians.get('loads')):>9s}")
+        for label in SHOWN:
+            r = result["ratios"].get(label, {})
+            pair = f"{fmt_x(r.get('dumps/distributed'))}/{fmt_x(r.get('loads/distributed'))}"
+            row += f" {pair:>13s}"
+        lines.append(row)
+    lines += ["", "the recorded mix (every kind x its message count, dumps + loads):"]
+    for label, total in totals.items():
+        lines.append(f"  {label:18s} {total['seconds'] * 1e3:9.1f} ms   "
+                     f"{fmt_x(total['vs_distributed'])} distributed")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compiled", required=True)
+    parser.add_argument("--pure", required=True)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--corpus", default=os.path.join(HERE, "corpus", "corpus.json"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    os.environ["FASTSER_TRAFFIC_CORPUS"] = os.path.abspath(args.corpus)
+    with open(args.corpus) as f:
+        corpus = json.load(f)
+    kinds = {entry["kind"]: entry for entry in corpus["kinds"]}
+    chosen = [k for k in kinds if not args.only or k in args.only.split(",")]
+    workers = {"compiled": suite.Worker(os.path.abspath(args.compiled), WORKLOADS_MODULE),
+               "pure": suite.Worker(os.path.abspath(args.pure), WORKLOADS_MODULE)}
+    if not workers["compiled"].hello["compiled"] or workers["pure"].hello["compiled"]:
+        raise SystemExit("--compiled must run compiled fastser and --pure pure fastser")
+    try:
+        results = {}
+        for name in chosen:
+            print(f"... {name}", file=sys.stderr, flush=True)
+            results[name] = suite.measure(workers, name, args.rounds, False)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    totals = mix_totals(results, kinds)
+    if args.json:
+        print(json.dumps({"results": results, "totals": totals}, indent=1, default=str))
+    else:
+        print(report(corpus, results, totals))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
