@@ -57,7 +57,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     asked = ", ".join(f"{scheme} {count}" for scheme, count in ASKED.most_common())
     import fastser
     terminalreporter.write_line(f"schemes asked of get_backend: {asked or 'none'}; "
-                                f"fastser.COMPILED={fastser.COMPILED}")
+                                f"fastser.COMPILED={getattr(fastser, 'COMPILED', None)}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
