@@ -2,8 +2,9 @@
 # The whole suite: builds fastser compiled and pure into two fresh virtual environments,
 # runs mypy --strict over fastser/ and tests/, then the same pytest suite against each
 # installed build from outside the source tree (a run from the repository root would
-# import the uncompiled sources). FASTSER_EXPECT makes the suite assert which build it sees.
-# Extra arguments go to pytest.
+# import the uncompiled sources), then a few minutes of distributed's own tests under tcp://
+# and fastser://. FASTSER_EXPECT makes the suite assert which build it sees. Extra arguments
+# go to our pytest runs.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 envs="$repo/.envs"
@@ -31,4 +32,17 @@ for kind in compiled pure; do
     echo "== pytest against the $kind build"
     run_suite "$kind" "$envs/$kind/bin/python" "$repo" "$@" || status=$?
 done
+
+# distributed's own tests, a few minutes of them, under tcp:// and fastser:// (the whole
+# selection: bash scripts/distributed_suite.sh). Their folders come from ../shared/peer/.
+peer=${FASTSER_PEER_TESTS:-$repo/../shared/peer/distributed-2026.7.1}
+if [ -d "$peer/distributed/tests" ]; then
+    echo "== distributed's own tests under tcp:// and fastser:// (distributed_suite.sh --quick)"
+    FASTSER_PEER_TESTS=$peer bash "$repo/scripts/distributed_suite.sh" --quick || status=$?
+elif [ "${CI:-}" = true ]; then
+    echo "test.sh: CI, but no peer tests at $peer" >&2
+    status=1
+else
+    echo "== distributed's own tests skipped: none at $peer (set FASTSER_PEER_TESTS)"
+fi
 exit $status
