@@ -3,7 +3,7 @@ address schemes that distributed.comm.registry.get_backend is asked for in this 
 prints them at the end, and fails the run when the clusters were meant to be on fastser://
 (DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME=fastser) but no fastser backend was ever asked for.
 With PEER_OUTCOMES set, writes there each test's outcome as JSON ("module::test":
-passed | failed | skipped; a rerun test: its last run) for report.py.
+passed | failed | skipped; a rerun test: its last run; module by its last name) for report.py.
 Loaded with `-p count_schemes` from this folder; it changes no test.
 """
 
@@ -40,7 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = getattr(getattr(item, "module", None), "__name__", "?")
+        # The module's last name: pytest imports some of them as top-level modules.
+        module = getattr(getattr(item, "module", None), "__name__", "?").rsplit(".", 1)[-1]
         NAMES[item.nodeid] = f"{module}::{item.name}"
 
 
