@@ -109,7 +109,7 @@ class Decoder:
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
-        if self.lists_as_tuples:
+        if self.lists_as_tuples and state.arrays:  # no array decoded: no list to turn
             return as_tuples(msg, state.opened_ids)
         return msg
 

@@ -109,8 +109,9 @@ def serialized_shape(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"t": "Serialized", "frames": [memoryview(f).nbytes for f in obj.frames]}
     if "dtype" in header and "shape" in header:  # a numpy array (both codecs' headers)
         dtype = header["dtype"]
-        out["ndarray"] = {"dtype": dtype if isinstance(dtype, str) else str(dtype[1] if isinstance(dtype, (list, tuple)) else dtype),
-                          "shape": list(header["shape"])}
+        if isinstance(dtype, (list, tuple)):  # distributed's header: (kind, dtype.str)
+            dtype = dtype[1]
+        out["ndarray"] = {"dtype": str(dtype), "shape": list(header["shape"])}
     return out
 
 
@@ -251,8 +252,8 @@ class Builder:
         if t in ("list", "tuple", "set", "frozenset"):
             items = [self.build(item) for count, item in node["runs"] for _ in range(count)]
             if t in ("set", "frozenset"):
-                return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[t](
-                    i if _hashable(i) else repr(i) for i in items)
+                kept = [i if _hashable(i) else repr(i) for i in items]
+                return set(kept) if t == "set" else frozenset(kept)
             return items if t == "list" else tuple(items)
         if t == "dict":
             out = {}
