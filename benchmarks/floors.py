@@ -1,6 +1,6 @@
 """The floors under six of issue 4's targets, timed side by side in one process.
 
-    PY benchmarks/floors.py [--rounds N] [--only 'W4 loads,W1 dumps']
+    PY benchmarks/floors.py [--rounds N] [--only 'W3 loads,W1 dumps']
 
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
 
@@ -16,16 +16,6 @@ join of its two pieces as FrameReader handed them out (known adjacent from where
 them), and as unpack_frames did (a slice of the caller's buffer: one ctypes address per
 piece and one of their buffer, as a memoryview shows no address); fastser's header decoded
 with an ext_hook that does nothing.
-
-W4 loads: fastser reads a header with msgpack, whose extension and array hooks are Python
-calls; its 5,000 tasks are one task map (wire version 6), read by one nested msgpack call.
-`unpackb + no-op hooks` decodes fastser's own W4 header with hooks that do nothing but read
-the task map's data: no decoder of this header can be faster, whatever it does in them.
-`the 5,000 tasks built alone` makes the tasks' tuples and partials from ready fields in C
-loops (what any decoder must still make); `unpackb + no-op hooks, then tasks` is both.
-pickle shares each repeated key string through its memo; msgpack decodes every occurrence
-(and interns each map key). benchmarks/w4_task_forms.py compares this with version 5's form.
-`deserialize=False` is a scheduler's path: each task stays an unopened record.
 
 W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
 with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per call. `reused
@@ -49,7 +39,6 @@ line of its group, measured in the same round.
 """
 
 import argparse
-import functools
 import gc
 import importlib.util
 import os
@@ -72,7 +61,6 @@ from suite import BLAS_SINGLE_THREAD  # noqa: E402
 
 os.environ.update(BLAS_SINGLE_THREAD)  # as in suite.py's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
-from fastser._wire import EXT_TASK_MAP  # noqa: E402
 
 
 def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
@@ -91,14 +79,6 @@ def no_op_ext_hook(code: int, data: bytes) -> Any:
 
 def no_op_list_hook(items: list[Any]) -> Any:
     return items
-
-
-def task_map_ext_hook(code: int, data: bytes) -> Any:
-    """An ext_hook that reads a task map's data (one nested msgpack call, what a decoder of
-    the map must do at least) and nothing else."""
-    if code == EXT_TASK_MAP:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
-    return data
 
 
 def compiled_bare_walk() -> tuple[Callable[[Any], bool], str]:
@@ -173,47 +153,6 @@ def w1_loads() -> dict[str, Callable[[], Any]]:
         "unpackb + no-op hooks": lambda: msgpack.unpackb(
             header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
             strict_map_key=False),
-    }
-
-
-def task_builder(template: Any) -> Callable[[], Any]:
-    """A call that makes the W4 template's tasks (tuples and partials) from fields already
-    decoded, in loops in C: what any decoder must still make after msgpack, with no checks
-    and no Python call per task."""
-    payloads = [payload.data for payload in template["tasks"].values()]
-    calls = [task for task in payloads if type(task) is tuple]
-    partials = [task for task in payloads if type(task) is not tuple]
-    call_columns = [[call[column] for call in calls] for column in range(3)]
-    partial_columns = [[task.func for task in partials], [task.args[0] for task in partials]]
-
-    def build_tasks() -> Any:
-        return list(zip(*call_columns)), list(map(functools.partial, *partial_columns))
-
-    return build_tasks
-
-
-def w4_loads() -> dict[str, Callable[[], Any]]:
-    template = workloads.update_graph()
-    frames = [bytes(frame) for frame in fastser.dumps(fill(template, fastser.Serialize))]
-    header = frames[0][1:]
-    pickled = pickle.dumps(fill(template, lambda data: data), protocol=5)
-    build_tasks = task_builder(template)
-
-    def no_op_hooks() -> Any:
-        return msgpack.unpackb(header, ext_hook=task_map_ext_hook, list_hook=no_op_list_hook,
-                               raw=False, strict_map_key=False)
-
-    def no_op_hooks_then_tasks() -> Any:
-        no_op_hooks()
-        return build_tasks()
-
-    return {
-        "pickle.loads (whole message)": lambda: pickle.loads(pickled),
-        "fastser.loads": lambda: fastser.loads(frames),
-        "unpackb + no-op hooks": no_op_hooks,
-        "the 5,000 tasks built alone": build_tasks,
-        "unpackb + no-op hooks, then tasks": no_op_hooks_then_tasks,
-        "fastser.loads deserialize=False": lambda: fastser.loads(frames, deserialize=False),
     }
 
 
@@ -306,14 +245,14 @@ def timed(fn: Callable[[], Any], number: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--only", default="", help="groups to run, e.g. 'W4 loads,W1 dumps'")
+    parser.add_argument("--only", default="", help="groups to run, e.g. 'W3 loads,W1 dumps'")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
     gc.disable()  # as in suite.py
     groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W3 loads": w3_loads,
-              "W4 loads": w4_loads, "W2 dumps": w2_dumps, "W5 loads": w5_loads}
+              "W2 dumps": w2_dumps, "W5 loads": w5_loads}
     unknown = set(chosen) - set(groups)
     if unknown:
         parser.error(f"unknown groups {sorted(unknown)}; choose from {list(groups)}")

@@ -1,5 +1,5 @@
-"""Version 8's short record of a numpy array: [mark 24, dtype, flags, ref, *shape] stands for
-the record [mark 15, header, [ref]] whose header is exactly what the dispatch family writes
+"""The short record of a numpy array: [array mark, dtype, flags, ref, *shape] stands for
+the record [serialized mark, header, [ref]] whose header is exactly what the dispatch family writes
 for a numpy.ndarray. Sits on _packing, the registry and the dispatch family; the encoder
 writes it, the decoder reads it into that record or, when the record would reach fastser's
 own ndarray_loads, straight into the array (DirectLoads).

@@ -3,19 +3,15 @@
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
 is no second walk over the result: ext_hook rebuilds payloads and turns a mark into a
 sentinel (_marks), and list_hook (DecodeState.__call__) turns an array led by a sentinel into
-its list, tuple, set or frozenset, record, task, dict (a large map) or numpy array (a short
-record, version 8, built without its header where fastser's own numpy entry would read it),
-and one led by the int TUPLE_LEAD into a tuple (version 9: no extension type). A task
-map (version 6) is read inside ext_hook by one nested msgpack call without hooks, and built
-there from its keys and tasks.
+its list, set or frozenset, record, dict (a large map) or numpy array (a short record, built
+without its header where fastser's own numpy entry would read it), and one led by the int
+TUPLE_LEAD into a tuple.
 Every index, count and length read from the wire is checked before it is used; Limits are
 checked before decoding starts; a sentinel anywhere but first in an array is refused.
-Version 1 headers (tuples as nested extension payloads) are still read; their nesting is
-bounded by MAX_NESTED_EXT, as each level costs a nested msgpack call on the C stack.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Optional, cast
+from typing import Any, Optional, cast
 
 import msgpack
 
@@ -26,27 +22,18 @@ from ._header import frame_list_of, header_body
 from ._limits import DEFAULT_LIMITS, Limits
 from ._depth import deeper_than, header_nests_deeper, is_container
 from ._frame_refs import PayloadFrames, where
-from ._maps import dict_of_pairs, task_map_parts
+from ._maps import dict_of_pairs
 from ._marks import (ARRAY_MARK, LIST_MARK, MAP_MARK, MARKS, PICKLED_MARK, SERIALIZED_MARK,
-                     SET_MARK, TASK_PICKLED_MARK, TASK_SERIALIZED_MARK, TUPLE_MARK, Mark, unpack,
-                     unpack_plain, unpack_ref)
-from ._serialize import (builtin_pickle, check_families, deserialize_within,
-                         unpickle_directly)
-from ._task import TaskNames, build_task, tail_start
+                     SET_MARK, Mark, unpack, unpack_plain, unpack_ref)
+from ._serialize import check_families, deserialize_within
 from ._types import MEMORYVIEW, Frame, Header, byte_view, bytes_of
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_BYTES_FRAMES, EXT_FROZENSET, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME,
-                    EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED,
-                    EXT_SET, EXT_TASK_MAP, EXT_TUPLE, FORM_TASK, HEADER_FORM,
-                    HEADER_SERIALIZER, MAX_NESTED_EXT, PICKLE_FAMILY, TASK_MAP_DEPTH,
-                    TUPLE_LEAD, TUPLE_LEAD_VERSION)
+                    EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
+                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, HEADER_SERIALIZER,
+                    PICKLE_FAMILY, TUPLE_LEAD)
 from .wrappers import Pickled, Serialized
 
 SerializedFactory = Callable[[Header, list[Frame]], Any]
-
-
-# The header of an unopened task's record: each record gets a copy of its own.
-TASK_RECORD_HEADER: Final[Header] = {HEADER_SERIALIZER: PICKLE_FAMILY, HEADER_FORM: FORM_TASK}
 
 
 class Decoder:
@@ -73,8 +60,8 @@ class Decoder:
 
     def loads(self, frames: Sequence[Frame]) -> Any:
         frame_list = frame_list_of(frames)
-        size, body, version = header_body(frame_list, self.limits)
-        state = DecodeState(self, frame_list, version >= TUPLE_LEAD_VERSION)
+        size, body = header_body(frame_list, self.limits)
+        state = DecodeState(self, frame_list)
         try:
             msg = unpack(body, state, state)
         except FastserError:
@@ -85,8 +72,8 @@ class Decoder:
                 exc)
         if state.marks:
             raise DeserializationError(
-                "a mark stands elsewhere than first in an array (of a tuple, set, record, "
-                "task, large map or numpy array)")
+                "a mark stands elsewhere than first in an array (of a set, record, large "
+                "map or numpy array)")
         if len(frame_list) > 1:
             state.payload().check_all_named()
         max_depth = self.limits.max_depth
@@ -96,16 +83,11 @@ class Decoder:
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
         # maps of scalars), and only a header they say may nest too deep is walked. The
         # scan cannot see into bytes that became values (state.unscanned): a message
-        # holding any is walked, keys included (an opened payload may be a key). A task map
-        # (or a list of bytes frames) nests up to TASK_MAP_DEPTH levels where the scan sees
-        # an extension type: with one, the scan's budget is that much less, and under
-        # TASK_MAP_DEPTH the walk decides (the scan checks a budget only where it meets a
-        # container, and a task map may be the whole message). msgpack itself stops at 1024
-        # levels.
-        budget = max_depth - TASK_MAP_DEPTH if state.ext_containers else max_depth
+        # holding any is walked, keys included (an opened payload may be a key). msgpack
+        # itself stops at 1024 levels.
         if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                (state.unscanned > 0 or budget < 0 or
-                 header_nests_deeper(bytes_of(cast(Frame, body)), budget)) \
+                (state.unscanned > 0 or
+                 header_nests_deeper(bytes_of(cast(Frame, body)), max_depth)) \
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
@@ -151,30 +133,21 @@ def as_tuples_needed(value: Any) -> bool:
 class DecodeState:
     """What one loads call needs inside msgpack's hooks (the state is both)."""
 
-    def __init__(self, decoder: Decoder, frames: list[Frame], tuple_leads: bool) -> None:
+    def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
         self.decoder = decoder
-        self.tuple_leads = tuple_leads  # whether an array led by TUPLE_LEAD is a tuple (v9)
         self.lists_as_tuples = decoder.lists_as_tuples
         # With lists_as_tuples: the ids of the lists, tuples and dicts that opened payloads
         # made, whose insides keep their types (alive as long as the message is).
         self.opened_ids: set[int] = set()
-        self.nested_ext = 0
-        self.max_nested = min(MAX_NESTED_EXT, decoder.limits.max_depth)
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
-        self.collections = 0  # tuples, sets and frozensets made (v1 and v2)
+        self.collections = 0  # tuples, sets and frozensets made (they may be dict keys)
         # Values made from bytes inside the header, which its depth scan cannot see into:
-        # version 1's nested tuple payloads, payloads opened by a family or the factory.
+        # payloads opened by a family or the factory.
         self.unscanned = 0
-        self.arrays = 0  # arrays decoded, each seen by list_hook (or counted in a task map)
-        # Task maps and lists of bytes frames: containers where the header shows an
-        # extension type, nesting at most TASK_MAP_DEPTH levels.
-        self.ext_containers = 0
+        self.arrays = 0  # arrays decoded, each seen by list_hook
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
-        self.pack_task: Any = None  # a Packer's bound pack, made for the first unopened task
-        self.task_names: Optional[TaskNames] = None  # made for the first task
-        self.builtin_pickle = -1  # whether "pickle" is fastser's own: 1, 0, or not asked yet
 
     def opened(self, value: Any) -> Any:
         """`value`, made from a payload: remembered so that lists_as_tuples leaves it be."""
@@ -207,18 +180,13 @@ class DecodeState:
             return items
         first = items[0]
         if type(first) is not Mark:
-            if type(first) is int and first == TUPLE_LEAD and self.tuple_leads:
+            if type(first) is int and first == TUPLE_LEAD:
                 self.collections += 1
                 # A slice, then a tuple of it: natively, where `del items[0]` is a generic
                 # item deletion (~0.1k instructions more per tuple).
                 return tuple(items[1:])
             return items
         self.marks -= 1
-        if first is TASK_SERIALIZED_MARK or first is TASK_PICKLED_MARK:
-            try:
-                return self.task(first is TASK_SERIALIZED_MARK, items)
-            except DeserializationError as exc:
-                raise located(exc, "a task inline in the header")
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
             header, frames = self.record_parts(items)
             try:
@@ -252,72 +220,9 @@ class DecodeState:
         if first is LIST_MARK:
             return items
         self.collections += 1
-        if first is TUPLE_MARK:
-            return tuple(items)
         if first is SET_MARK:
             return set(items)
         return frozenset(items)
-
-    def task(self, serialized: bool, fields: list[Any]) -> Any:
-        """A version 5 task ([mark, kind, function, *tail]): built here when the pickle
-        family would build it, else the record of its fields."""
-        start = tail_start(fields)
-        names = self.task_names
-        if names is None:
-            names = self.task_names = TaskNames()
-        index = names.index_of(fields)
-        decoder = self.decoder
-        if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
-            try:
-                function = names.function(index)
-                task = build_task(fields, function, start)
-            except FastserError:
-                raise
-            except Exception:
-                pass  # the general way below raises it again, with its context
-            else:
-                self.collections += 1  # a tuple, perhaps
-                if is_container(function):
-                    # The name found is a module's container, not a function (pickle would
-                    # return it too): the task nests deeper than its header shows.
-                    self.unscanned += 1
-                return self.opened(task)
-        header: Header = TASK_RECORD_HEADER.copy()  # a copy: each record owns its header
-        pack = self.pack_task
-        if pack is None:
-            pack = self.pack_task = msgpack.Packer(autoreset=True, use_bin_type=True).pack
-        frames: list[Frame] = [names.record_frame(fields, index, start, pack)]
-        if serialized:
-            return self.open_serialized(header, frames)
-        return self.open_pickled(header, frames)
-
-    def task_map(self, data: bytes) -> dict[str, Any]:
-        """A version 6 task map: msgpack [[key, ...], [task, ...]], each task the array of an
-        inline task with nil in place of its mark (the leading slot task() expects)."""
-        keys, tasks = task_map_parts(unpack_plain(data))
-        self.ext_containers += 1
-        self.arrays += 3 + len(tasks)  # for the depth bound in loads: arrays take bytes
-        out: dict[str, Any] = {}
-        for index in range(len(keys)):
-            key = keys[index]
-            fields = tasks[index]
-            if type(key) is not str:
-                raise DeserializationError(f"key {index} of a task map is not a str")
-            if type(fields) is not list or not fields or fields[0] is not None:
-                raise DeserializationError(
-                    f"task {index} of a task map is not an array led by nil")
-            try:
-                out[key] = self.task(True, fields)
-            except DeserializationError as exc:
-                raise located(exc, f"task {index} of a task map")
-        return out
-
-    def pickle_is_builtin(self) -> bool:
-        """builtin_pickle(), asked once per message."""
-        builtin = self.builtin_pickle
-        if builtin < 0:
-            builtin = self.builtin_pickle = int(builtin_pickle())
-        return builtin == 1
 
     def ext_hook(self, code: int, data: bytes) -> Any:
         mark = MARKS.get(code)
@@ -328,10 +233,6 @@ class DecodeState:
             return mark
         if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
             return self.pickle_record(code, data)
-        if code == EXT_TASK_MAP:
-            return self.task_map(data)
-        if code == EXT_TUPLE:
-            return tuple(self.nested_items(data))
         if code == EXT_SERIALIZED or code == EXT_PICKLED:
             header, frames = self.record(data)
             if code == EXT_SERIALIZED:
@@ -340,14 +241,8 @@ class DecodeState:
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
-        if code == EXT_BYTES_FRAMES:
-            return self.bytes_frames(data)
         if code == EXT_BIGINT:
             return int.from_bytes(data, "little", signed=True)
-        if code == EXT_SET:
-            return set(self.nested_items(data))
-        if code == EXT_FROZENSET:
-            return frozenset(self.nested_items(data))
         if code == EXT_BYTEARRAY:
             return bytearray(data)
         if code == EXT_MEMORYVIEW:
@@ -359,27 +254,10 @@ class DecodeState:
             return byte_view(self.payload().raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
 
-    def bytes_frames(self, data: bytes) -> list[bytes]:
-        """A version 7 list of bytes values, one per payload frame of the run it names."""
-        ref = unpack_plain(data)
-        if type(ref) is not list or len(ref) != 2 or type(ref[0]) is not int or \
-                type(ref[1]) is not int:
-            raise DeserializationError(
-                f"a list of bytes frames names {shown(ref)}, not [first frame, count]")
-        self.ext_containers += 1
-        self.arrays += 1  # for the depth bound in loads: it takes bytes of the header
-        return [bytes_of(frame) for frame in self.payload().run(ref[0], ref[1])]
-
     def pickle_record(self, code: int, data: bytes) -> Any:
-        """A version 4 record of one inline pickle: as [mark, {"serializer": "pickle"},
+        """A record of one inline pickle: as [mark, {"serializer": "pickle"},
         [data]], with a header of its own (a Serialized or Pickled may be changed by its
         receiver)."""
-        decoder = self.decoder
-        if decoder.deserialize and decoder.pickle_allowed and self.pickle_is_builtin():
-            found, value = unpickle_directly(data)  # a task, without the family call
-            if found:
-                self.unscanned += 1
-                return self.opened(value)
         header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
         try:
             if code == EXT_PICKLE_SERIALIZED:
@@ -388,21 +266,9 @@ class DecodeState:
         except DeserializationError as exc:
             raise located(exc, "the payload inline in the header")
 
-    def nested_items(self, data: bytes) -> list[Any]:
-        if self.nested_ext >= self.max_nested:
-            raise DeserializationError(
-                f"tuples, sets and frozensets nested more than {self.max_nested} deep")
-        self.nested_ext += 1
-        self.collections += 1
-        self.unscanned += 1
-        items = unpack(data, self, self)
-        self.nested_ext -= 1
-        if type(items) is not list:
-            raise DeserializationError("a tuple or set placeholder does not hold an array")
-        return items
-
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
-        """A version 1/2 record: its own msgpack payload inside an extension type."""
+        """A record in a dict key or set item: an extension type holding msgpack [header,
+        refs] (an array cannot be hashed there)."""
         record = unpack_plain(data)
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
@@ -411,7 +277,7 @@ class DecodeState:
         return record[0], [payload.frame_at(ref) for ref in record[1]]
 
     def record_parts(self, items: list[Any]) -> tuple[Header, list[Frame]]:
-        """A version 3 record: the array [mark, header, refs], decoded with the message."""
+        """A record: the array [mark, header, refs], decoded with the message."""
         if len(items) != 3 or type(items[1]) is not dict or type(items[2]) is not list:
             raise DeserializationError("a payload record is not [mark, header, frames]")
         refs: list[Any] = items[2]

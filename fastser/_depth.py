@@ -78,10 +78,9 @@ def header_nests_deeper(data: bytes, budget: int) -> bool:
     """Whether the msgpack value at the start of `data` may nest more than `budget`
     containers deep: True when its arrays and maps do, or when `data` ends before the value
     does or holds a byte msgpack never writes. An upper bound of the depth of the decoded
-    header for wire versions 2 and later (a record or a task is an array here, and no
-    container once decoded; a tuple or set is an array either way). It cannot see into
-    bin and extension data: values made from those (payloads opened inline, version 1's
-    nested tuples) are the decoder's to account for.
+    header (a record is an array here, and no container once decoded; a tuple or set is an
+    array either way). It cannot see into bin and extension data: values made from those
+    (payloads opened inline) are the decoder's to account for.
 
     One pass over the bytes, making no objects. Under callgrind it costs 0.3x the walk of
     the decoded message on a batch of 1,000 control messages (W2, where the walk cost a

@@ -8,8 +8,7 @@ never copied. Tuples become arrays led by the int TUPLE_LEAD; sets, frozensets a
 led by that int, arrays led by an empty extension type that marks them; big ints, small
 bytearrays and memoryviews extension types; bytes-likes of OUT_OF_BAND_BYTES or more leave
 as frames of their own (never copied); wrappers and other objects become serialized records
-in the same pass; a dict of many Serialize tasks, once walked, becomes one task map, and
-any other dict of many entries an array led by a map mark. The path of an object that
+in the same pass; a dict of many entries becomes an array led by a map mark. The path of an object that
 fails is searched for only after the failure, so the walk carries none.
 """
 
@@ -23,24 +22,19 @@ from ._dispatch import memoryview_frame
 from ._errors import SerializationError, UnencodableError, chained
 from ._leads import escaped_header, leads_like_a_tuple
 from ._limits import DEFAULT_MAX_DEPTH
-from ._maps import (MIN_MAP_ARRAY, MIN_TASK_MAP, dict_of_pairs, is_task, map_array,
-                    task_map)
+from ._maps import MIN_MAP_ARRAY, map_array
 from ._packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
-                       MEMORYVIEW_FRAME_REFS, PICKLED_MARK, SERIALIZED_MARK, TASK_PICKLED_MARK,
-                       TASK_SERIALIZED_MARK, Packers, ext, plain_str)
+                       MEMORYVIEW_FRAME_REFS, PICKLED_MARK, SERIALIZED_MARK, Packers, ext,
+                       plain_str)
 from ._paths import find_path
-from ._registry import REGISTRY
-from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, builtin_families,
-                         check_families, check_on_error, error_payload, pickle_directly,
-                         serialize_with)
-from ._split import add_bytes_frames, add_frame, frame_refs
-from ._task import FunctionTable, task_fields_of
+from ._serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError, check_families,
+                         check_on_error, error_payload, serialize_with)
+from ._split import add_frame, frame_refs
 from ._types import MEMORYVIEW, Frame, Header, nbytes
 from ._wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                    EXT_BYTES_FRAMES, EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
-                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, FORM_TASK,
-                    HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER, OUT_OF_BAND_BYTES,
-                    PICKLE_FAMILY, WIRE_VERSION)
+                    EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLE_PICKLED,
+                    EXT_PICKLE_SERIALIZED, EXT_PICKLED, EXT_SERIALIZED, HEADER_COMPRESSION,
+                    HEADER_SERIALIZER, OUT_OF_BAND_BYTES, PICKLE_FAMILY, WIRE_VERSION)
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
 
 MIN_INT64: Final = -(2**63)
@@ -64,19 +58,6 @@ class EncodeState:
         self.records: list[tuple[Header, object]] = []
         # > 0 while a dict key or set item is walked: what is made there must be hashable.
         self.hashable = 0
-        self.functions: Optional[FunctionTable] = None  # made at the first task
-        # _serialize.builtin_families(), asked again when a family was registered since.
-        self.builtin_families = 0
-        self.families_version = -1
-
-    def task_table(self) -> Optional[FunctionTable]:
-        """The header's function table where a task may be written, else None."""
-        if self.hashable:
-            return None
-        table = self.functions
-        if table is None:
-            table = self.functions = FunctionTable()
-        return table
 
     def pack_nested(self, obj: object) -> bytes:
         return cast(bytes, self.packers.record.pack(obj))
@@ -100,11 +81,6 @@ class Encoder:
         self.compression: Optional[str] = check_compression(compression)
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
-        # Whether Serialize payloads may take _serialize.pickle_directly's shortcut (a task,
-        # or the direct pickle writer): the chain is ("dispatch", "pickle") or ("pickle",).
-        self.direct_chain: bool = (
-            self.serializers == DEFAULT_SERIALIZERS or self.serializers == PICKLE_ONLY)
-        self.dispatch_first: bool = self.serializers == DEFAULT_SERIALIZERS
         self.max_depth: int = DEFAULT_MAX_DEPTH
         # Packers are not thread-safe; list.pop/append are atomic, so each call takes its
         # own from this pool and a shared Encoder stays safe across threads.
@@ -170,10 +146,6 @@ class Encoder:
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
         out: Optional[dict[Any, Any]] = None
-        # While every entry so far became a task under a str key, the entries gather here,
-        # key, task, key, task, rather than in `out`: a graph's dict of tasks goes into its
-        # task map without a dict being built. The list is made at the first task.
-        gathered: Optional[list[Any]] = None
         unchanged = 0
         for key, value in obj.items():
             new_key: object
@@ -191,45 +163,23 @@ class Encoder:
             else:
                 new_value = self.encode(value, depth, state)
             if out is None:
-                if gathered is not None:
-                    if type(key) is str and is_task(new_value):
-                        gathered.append(key)
-                        gathered.append(new_value)
-                        continue
-                    out = dict_of_pairs(gathered, 0)
-                    gathered = None
-                elif new_key is key and new_value is value:
+                if new_key is key and new_value is value:
                     unchanged += 1
                     continue
-                elif not unchanged and type(key) is str and is_task(new_value):
-                    gathered = [key, new_value]
-                    continue
-                else:
-                    out = {}
-                    # Copy the items before this one: they needed no change.
-                    for old_key, old_value in obj.items():
-                        if not unchanged:
-                            break
-                        out[old_key] = old_value
-                        unchanged -= 1
+                out = {}
+                # Copy the items before this one: they needed no change.
+                for old_key, old_value in obj.items():
+                    if not unchanged:
+                        break
+                    out[old_key] = old_value
+                    unchanged -= 1
             out[new_key] = new_value
-        if gathered is not None:
-            if len(gathered) >= 2 * MIN_TASK_MAP:
-                return task_map(gathered, state.pack_nested)
-            out = dict_of_pairs(gathered, 0)
         if out is None:
             return map_array(obj) if len(obj) >= MIN_MAP_ARRAY else obj
         return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
-        # A run takes its items' depth as encode() would: a large bytes counts as a level.
-        if len(obj) > 1 and self.compression is None and depth < self.max_depth:
-            first = obj[0]
-            if type(first) is bytes and len(first) >= OUT_OF_BAND_BYTES:
-                run = add_bytes_frames(obj, state.frames, self.frame_split_size)
-                if run is not None:
-                    return ext(EXT_BYTES_FRAMES, state.pack_nested(run))
-        # A list that may read back led by TUPLE_LEAD is led by LIST_MARK (version 9).
+        # A list that may read back led by TUPLE_LEAD is led by LIST_MARK.
         out: Optional[list[Any]] = [LIST_MARK] if leads_like_a_tuple(obj) else None
         index = 0
         for item in obj:
@@ -294,24 +244,16 @@ class Encoder:
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
         """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
-        for one small pickle and nothing else, the pickle as one extension type; for a task
-        received unopened, the task's array again (so that it is forwarded byte for byte);
-        for a numpy array with the dispatch family's header, the short record."""
+        for one small pickle and nothing else, the pickle as one extension type; for a numpy
+        array with the dispatch family's header, the short record."""
         # plain_str: a str subclass is compared, as it is written, by its value.
         if len(payload) == 1 and plain_str(header.get(HEADER_SERIALIZER)) == PICKLE_FAMILY:
             data = payload[0]
             if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
                 return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
                            else EXT_PICKLE_PICKLED, data)
-            if len(header) == 2 and plain_str(header.get(HEADER_FORM)) == FORM_TASK:
-                fields = task_fields_of(data)
-                table = state.task_table()
-                if fields is not None and table is not None:
-                    return table.forwarded_fields(
-                        fields, TASK_SERIALIZED_MARK if code == EXT_SERIALIZED
-                        else TASK_PICKLED_MARK)
         elif code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
-            short = short_record(header)  # a numpy array's (version 8)
+            short = short_record(header)  # a numpy array's
             if short is not None:
                 state.records.append((header, obj))  # names it if msgpack refuses its dtype
                 short[3] = frame_refs(payload, state.frames, self.frame_split_size)[0]
@@ -365,32 +307,11 @@ class Encoder:
 
     def serialized_record(self, code: int, data: object, names: Sequence[str], obj: object,
                           state: EncodeState) -> object:
-        # names is self.serializers for Serialize, PICKLE_ONLY for ToPickle and the
-        # fallback (compared by identity with the attribute: compiled code may make a new
-        # tuple for each use of a Final tuple).
-        chosen = names is self.serializers
-        header: Optional[Header] = None
-        payload: list[Frame] = []
-        if self.direct_chain or not chosen:
-            if state.families_version != REGISTRY.families_version:
-                state.families_version = REGISTRY.families_version
-                state.builtin_families = builtin_families()
-            direct = pickle_directly(
-                data, chosen and self.dispatch_first, state.task_table(),
-                TASK_SERIALIZED_MARK if code == EXT_SERIALIZED else TASK_PICKLED_MARK,
-                state.builtin_families)
-            if type(direct) is list:  # a task, as msgpack values after its mark
-                return direct
-            if type(direct) is bytes:
-                if self.compression is None and len(direct) < OUT_OF_BAND_BYTES:
-                    return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
-                               else EXT_PICKLE_PICKLED, direct)  # as record() would write it
-                header, payload = {HEADER_SERIALIZER: PICKLE_FAMILY}, [direct]
-        if header is None:
-            try:
-                header, payload = serialize_with(data, names, self.on_error, self.context)
-            except SerializationError as exc:
-                raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
+        # names: self.serializers for Serialize, PICKLE_ONLY for ToPickle and the fallback.
+        try:
+            header, payload = serialize_with(data, names, self.on_error, self.context)
+        except SerializationError as exc:
+            raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
         # ToPickle and the fallback travel as pickled records, so a decoder that refuses
         # pickle can still forward them unopened; a failure (on_error="message") travels as
         # a serialized "error" record, which raises on receipt.

@@ -100,8 +100,8 @@ class PayloadFrames:
         raise DeserializationError(f"bad frame reference {shown(ref)}")
 
     def run(self, start: int, count: int) -> list[Frame]:
-        """The `count` payload frames from `start` on (the pieces of a split frame, or the
-        values of a list of bytes), each claimed."""
+        """The `count` payload frames from `start` on (the pieces of a split frame), each
+        claimed."""
         frames = self.frames
         if not (0 < start and 0 < count and start + count <= len(frames)):
             raise DeserializationError(

@@ -7,7 +7,7 @@ from typing import Any, Final
 from ._errors import DeserializationError, chained
 from ._limits import Limits, check_frames
 from ._types import byte_view, bytes_of
-from ._wire import OLDEST_READABLE_VERSION, WIRE_VERSION
+from ._wire import WIRE_VERSION
 
 SMALL_HEADER_BYTES: Final = 4096
 
@@ -24,10 +24,9 @@ def frame_list_of(frames: object) -> list[Any]:
         f"frames must be a list of bytes-like frames, not {type(frames).__qualname__}")
 
 
-def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object, int]:
-    """The size of frame 0, its msgpack body (bytes, or a view of a large header) and its
-    wire version, after checking every frame against `limits` and the version byte against
-    those readable."""
+def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object]:
+    """The size of frame 0 and its msgpack body (bytes, or a view of a large header), after
+    checking every frame against `limits` and the version byte."""
     size = check_frames(frame_list, limits)
     header = frame_list[0]
     body: object
@@ -46,9 +45,9 @@ def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object, int
                 f"frame 0 is not a C-contiguous buffer: {exc}"), exc)
         version = view[0] if size else -1  # size: check_frames measured frame 0
         body = view[1:]
-    if not OLDEST_READABLE_VERSION <= version <= WIRE_VERSION:
+    if version != WIRE_VERSION:
         found = version if size else "nothing"
         raise DeserializationError(
-            f"frame 0 is not a fastser header of wire version {WIRE_VERSION} or earlier "
+            f"frame 0 is not a fastser header of wire version {WIRE_VERSION} "
             f"(first byte: {found})")
-    return size, body, version
+    return size, body

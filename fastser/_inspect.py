@@ -9,8 +9,7 @@ from ._decoder import Decoder
 from ._errors import FastserError
 from ._framing import FrameReader
 from ._serialize import SAFE_DESERIALIZERS
-from ._task import unpack_fields
-from ._wire import FORM_TASK, HEADER_COMPRESSION, HEADER_FORM, HEADER_SERIALIZER, HEADER_TYPE
+from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, HEADER_TYPE
 from .wrappers import Pickled, Serialized
 
 CHUNK = 1 << 20
@@ -25,8 +24,6 @@ def describe(value: Any) -> str:
         parts = [f"serializer={header.get(HEADER_SERIALIZER)!r}"]
         if HEADER_TYPE in header:
             parts.append(f"type={header[HEADER_TYPE]!r}")
-        if header.get(HEADER_FORM) == FORM_TASK and len(value.frames) == 1:
-            parts.append(f"task={describe_task(value.frames[0])}")
         if header.get(HEADER_COMPRESSION) is not None:
             parts.append(f"compression={header[HEADER_COMPRESSION]!r}")
         parts.append(f"frames={sizes}")
@@ -46,15 +43,6 @@ def describe(value: Any) -> str:
         if size > SHOWN_BYTES:
             return f"<{type(value).__name__} {size} B>"
     return repr(value)
-
-
-def describe_task(frame: Any) -> str:
-    """The function a task record calls, by name (nothing is imported)."""
-    try:
-        fields = unpack_fields(frame)
-    except FastserError as exc:
-        return f"<{exc}>"
-    return f"{fields[2]}.{fields[3]}"
 
 
 def inspect_stream(stream: BinaryIO, out: TextIO) -> int:

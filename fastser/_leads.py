@@ -1,4 +1,4 @@
-"""Wire version 9 leads a tuple's array with the int TUPLE_LEAD (-32): which lists the
+"""A tuple's array is led by the int TUPLE_LEAD (-32): which lists the
 encoder leads with LIST_MARK instead, so that they read back as lists. Sits on _errors,
 _types, _wire and _packing.
 

@@ -6,8 +6,7 @@ from typing import Any, Final
 import msgpack
 
 from ._wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_LIST_MARK, EXT_MAP_MARK,
-                    EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK, EXT_TASK_PICKLED_MARK,
-                    EXT_TASK_SERIALIZED_MARK, EXT_TUPLE_MARK)
+                    EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK)
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
 UNPACKB: Final = msgpack.unpackb
@@ -23,21 +22,16 @@ class Mark:
     """What ext_hook returns for a mark (MARKS, by code), until list_hook sees its array."""
 
 
-TUPLE_MARK: Final = Mark()
 SET_MARK: Final = Mark()
 FROZENSET_MARK: Final = Mark()
 SERIALIZED_MARK: Final = Mark()
 PICKLED_MARK: Final = Mark()
-TASK_SERIALIZED_MARK: Final = Mark()
-TASK_PICKLED_MARK: Final = Mark()
 MAP_MARK: Final = Mark()
 ARRAY_MARK: Final = Mark()
 LIST_MARK: Final = Mark()
-MARKS: Final = {EXT_TUPLE_MARK: TUPLE_MARK, EXT_SET_MARK: SET_MARK,
-                EXT_FROZENSET_MARK: FROZENSET_MARK, EXT_SERIALIZED_MARK: SERIALIZED_MARK,
-                EXT_PICKLED_MARK: PICKLED_MARK, EXT_TASK_SERIALIZED_MARK: TASK_SERIALIZED_MARK,
-                EXT_TASK_PICKLED_MARK: TASK_PICKLED_MARK, EXT_MAP_MARK: MAP_MARK,
-                EXT_ARRAY_MARK: ARRAY_MARK, EXT_LIST_MARK: LIST_MARK}
+MARKS: Final = {EXT_SET_MARK: SET_MARK, EXT_FROZENSET_MARK: FROZENSET_MARK,
+                EXT_SERIALIZED_MARK: SERIALIZED_MARK, EXT_PICKLED_MARK: PICKLED_MARK,
+                EXT_MAP_MARK: MAP_MARK, EXT_ARRAY_MARK: ARRAY_MARK, EXT_LIST_MARK: LIST_MARK}
 
 
 def unpack_ref(data: bytes) -> Any:
@@ -49,5 +43,5 @@ def unpack_ref(data: bytes) -> Any:
 
 
 def unpack_plain(data: Any) -> Any:
-    # Records and refs hold no extension types; without a hook there is no recursion.
+    # Records in keys and refs hold no extension types; without a hook, no recursion.
     return UNPACKB(data, raw=False, strict_map_key=False, use_list=True)

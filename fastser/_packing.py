@@ -14,8 +14,7 @@ import msgpack
 from ._types import MEMORYVIEW
 from ._wire import (EXT_ARRAY_MARK, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME, EXT_FROZENSET_MARK,
                     EXT_LIST_MARK, EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK,
-                    EXT_SET_MARK, EXT_MAP_MARK, EXT_TASK_PICKLED_MARK,
-                    EXT_TASK_SERIALIZED_MARK, TUPLE_LEAD)
+                    EXT_SET_MARK, EXT_MAP_MARK, TUPLE_LEAD)
 
 ExtType: Final = msgpack.ExtType
 # msgpack.ExtType.__new__ validates its arguments in Python (~1 µs a call); ours are valid
@@ -27,7 +26,7 @@ def ext(code: int, data: bytes) -> object:
     return new_tuple(ExtType, (code, data))
 
 
-# A tuple's array begins with this int (version 9), boxed once: mypyc would box a Final int
+# A tuple's array begins with this int, boxed once: mypyc would box a Final int
 # anew at each use.
 TUPLE_LEAD_ITEM: Final[object] = TUPLE_LEAD
 LIST_MARK: Final = ext(EXT_LIST_MARK, b"")  # leads a list that begins with TUPLE_LEAD
@@ -35,8 +34,6 @@ SET_MARK: Final = ext(EXT_SET_MARK, b"")
 FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
 SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
 PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
-TASK_SERIALIZED_MARK: Final = ext(EXT_TASK_SERIALIZED_MARK, b"")
-TASK_PICKLED_MARK: Final = ext(EXT_TASK_PICKLED_MARK, b"")
 MAP_MARK: Final = ext(EXT_MAP_MARK, b"")
 ARRAY_MARK: Final = ext(EXT_ARRAY_MARK, b"")
 # msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
@@ -124,9 +121,8 @@ class Packers:
         # mark_collection; the walk has replaced everything else msgpack must not see.
         self.body: Any = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
                                         default=mark_collection)
-        # Records, refs and task maps: what plain msgpack writes (a tuple in a family's
+        # Records in keys, and refs: what plain msgpack writes (a tuple in a family's
         # header is an array). Exact types only, with as_base_type for the rest: plain
-        # msgpack calls isinstance(value, ExtType) before it packs any array (~175
-        # instructions, 4% of a task in a task map).
+        # msgpack calls isinstance(value, ExtType) before it packs any array.
         self.record: Any = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
                                           default=as_base_type)

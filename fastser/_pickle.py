@@ -3,18 +3,14 @@ pickle cannot do. The only module that imports pickle or cloudpickle.
 """
 
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, Final, Optional
 
 import cloudpickle
 
 from ._errors import DeserializationError
-from ._pickle_reader import read_pickle
-from ._pickle_writer import BINUNICODE, BY_VALUE_REGISTRY, SHORT_BINUNICODE, write_pickle
 from ._registry import register_serialization_family
-from ._task import task_from_frame
 from ._types import Frame, Header
-from ._wire import FORM_TASK, HEADER_FORM
 
 PICKLE_PROTOCOL: Final = 5
 # stdlib pickle stores functions and classes of __main__, and of modules registered with
@@ -24,6 +20,11 @@ MAIN_MODULE_MARK: Final = b"__main__"
 # mypyc looks a module attribute up by name at every use; Final copies are statics.
 PICKLE_DUMPS: Final = pickle.dumps
 PICKLE_LOADS: Final = pickle.loads
+# How a pickle names a module (protocol 4 and 5 opcodes: a str of under 256 bytes, or longer).
+SHORT_BINUNICODE: Final = b"\x8c"
+BINUNICODE: Final = b"X"
+# [cloudpickle's set of modules registered to be pickled by value], bound once at import.
+BY_VALUE_REGISTRY: Final[list[Collection[str]]] = [frozenset()]
 
 
 class PublicRegistry:
@@ -68,9 +69,6 @@ def names_by_value_module(data: bytes) -> bool:
 def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
     """Pickle `obj`; frames[0] is the pickle, frames[1:] its out-of-band buffers (aliasing
     the object's memory, not copied)."""
-    written = write_pickle(obj)  # the small objects of a task graph, without a Pickler
-    if written is not None:
-        return {}, [written]
     buffers: list[pickle.PickleBuffer] = []
     try:
         data = PICKLE_DUMPS(obj, protocol=PICKLE_PROTOCOL, buffer_callback=buffers.append)
@@ -92,17 +90,8 @@ def pickle_loads(header: Header, frames: list[Frame]) -> Any:
     trusted input, and only when the caller allows the "pickle" family."""
     if not frames:
         raise DeserializationError("a pickle payload needs at least one frame")
-    if header.get(HEADER_FORM) == FORM_TASK:  # no pickle: a task as msgpack (_task.py)
-        if len(frames) != 1:
-            raise DeserializationError(f"a task record has one frame, got {len(frames)}")
-        return task_from_frame(frames[0])
     if len(frames) == 1:  # no out-of-band buffers: a call without keywords costs less
-        frame = frames[0]
-        if type(frame) is bytes:
-            found, value = read_pickle(frame)  # small pickles, without an Unpickler
-            if found:
-                return value
-        return PICKLE_LOADS(frame)
+        return PICKLE_LOADS(frames[0])
     return PICKLE_LOADS(frames[0], buffers=frames[1:])
 
 

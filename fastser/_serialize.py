@@ -4,7 +4,7 @@ and "error" families. Sits on the registry and the family modules.
 
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, Optional, Union
+from typing import Any, Final, Literal, Optional
 
 import msgpack
 
@@ -15,10 +15,7 @@ from ._errors import (DeserializationError, FastserError, RefusedFamilyError, Se
                       SerializationError, chained, shown)
 from ._limits import DEFAULT_LIMITS
 from ._pickle import register_pickle_family
-from ._pickle_reader import read_pickle
-from ._pickle_writer import write_pickle
 from ._registry import REGISTRY, register_serialization_family
-from ._task import FunctionTable
 from ._types import MEMORYVIEW, Frame, Header, byte_view
 from ._wire import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
 from .wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -188,61 +185,6 @@ def register_builtin_families() -> None:
 
 register_builtin_families()
 
-# The built-in families as registered above: a family registered again under the same name
-# (register_serialization_family) replaces one of these, and turns the shortcuts below off.
+# The dispatch family as registered above: a family registered again under the same name
+# (register_serialization_family) replaces it, and turns off the short records' direct path.
 BUILTIN_DISPATCH: Final = REGISTRY.families[DISPATCH_FAMILY]
-BUILTIN_PICKLE: Final = REGISTRY.families[PICKLE_FAMILY]
-
-
-# builtin_families(): which of the two families are still the built-in ones, as bits.
-PICKLE_BUILTIN: Final = 1
-DISPATCH_BUILTIN: Final = 2
-
-
-def builtin_families() -> int:
-    """PICKLE_BUILTIN and DISPATCH_BUILTIN, for "pickle" and "dispatch" still the families
-    registered above. The encoder asks again only when Registry.families_version moved (a
-    dict lookup each, per task, cost 4%)."""
-    families = REGISTRY.families
-    return ((PICKLE_BUILTIN if families.get(PICKLE_FAMILY) is BUILTIN_PICKLE else 0) |
-            (DISPATCH_BUILTIN if families.get(DISPATCH_FAMILY) is BUILTIN_DISPATCH else 0))
-
-
-def pickle_directly(obj: object, dispatch_first: bool, tasks: Optional[FunctionTable],
-                    head: object, builtin: int) -> Union[list[Any], bytes, None]:
-    """What the built-in "pickle" family would carry `obj` as, made without the family
-    calls: with a table, the fields of a task after `head` (_task.py: msgpack values in the
-    header), else the one frame that serialize_with(obj, ("dispatch", "pickle")) — or
-    ("pickle",) without `dispatch_first` — would make with the direct writer; None sends
-    the caller the general way. `builtin`: builtin_families(), as the caller last asked.
-
-    A task of a graph costs less to write than the general way costs to reach the pickle
-    family (two family calls, a header dict, a tuple): this gives the same result without
-    them, as long as both families are the built-in ones and dispatch has no entry for
-    the object's type."""
-    if not builtin & PICKLE_BUILTIN:
-        return None
-    if dispatch_first and (not builtin & DISPATCH_BUILTIN or
-                           REGISTRY.for_type(type(obj)) is not None):
-        return None
-    if tasks is not None:
-        fields = tasks.task_fields(obj, head)
-        if fields is not None:
-            return fields
-    return write_pickle(obj)
-
-
-def builtin_pickle() -> bool:
-    """Whether the "pickle" family is still the one fastser registered."""
-    return REGISTRY.families.get(PICKLE_FAMILY) is BUILTIN_PICKLE
-
-
-def unpickle_directly(data: bytes) -> tuple[bool, Any]:
-    """(True, the object) when the built-in "pickle" family would read the one frame `data`
-    with its direct reader, which did; (False, None) sends the caller the general way
-    (deserialize_within), which also gives any error its context. The caller has checked
-    that pickle is allowed and that the family is the built-in one (builtin_pickle)."""
-    try:
-        return read_pickle(data)
-    except Exception:
-        return False, None  # the general way raises it again, with its context

@@ -43,22 +43,6 @@ def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:
     return len(frames) - 1
 
 
-def add_bytes_frames(items: list[object], frames: list[Frame],
-                     split_size: int) -> Optional[list[int]]:
-    """Append `items` to the message's `frames` if every one is a bytes value that travels
-    out of band whole (not split), and return [first frame, count]; else None, appending
-    nothing (the list is then encoded item by item)."""
-    for item in items:
-        if type(item) is not bytes:
-            return None
-        size = len(item)
-        if size < OUT_OF_BAND_BYTES or size > split_size:
-            return None
-    start = len(frames)
-    frames.extend(cast(list[Frame], items))  # zero-copy: the caller's bytes are the frames
-    return [start, len(items)]
-
-
 def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> list[FrameRef]:
     """The refs of a payload's frames: small ones inline in the header (msgpack copies
     them there), the others appended to `frames` by add_frame."""

@@ -27,7 +27,7 @@ IDENTIFIERS = REPO / "scripts" / "build-identifiers.txt"
 NOT_IN_SDIST = (".ci/", ".gitignore")
 # What issue 6 names explicitly (a directory ends with "/": it must hold at least one file).
 SDIST_MUST_HOLD = ("mypy.ini", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md",
-                   "fastser/py.typed", "docs/", "tests/", "tests/golden/", "scripts/")
+                   "fastser/py.typed", "docs/", "tests/", "scripts/")
 OLDEST_GLIBC = (2, 17)
 
 

@@ -2,7 +2,7 @@
 """Coverage-guided fuzzing of tests/fuzz_target.py with atheris: run by scripts/fuzz.sh, which
 builds the compiled fastser instrumented for libFuzzer. Arguments are libFuzzer's.
 
-`python tests/fuzz_main.py --seeds DIR` writes the seed inputs (the golden streams and a few
+`python tests/fuzz_main.py --seeds DIR` writes the seed inputs (the conformance corpus's frames and a few
 encoded messages) instead of fuzzing.
 """
 
@@ -26,7 +26,7 @@ def write_seeds(directory: pathlib.Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     import numpy as np  # the fuzz extra installs it: short array records (version 8)
 
-    seeds = [path.read_bytes() for path in sorted((HERE / "golden").glob("*.bin"))]
+    seeds = [path.read_bytes() for path in sorted((HERE / "conformance").glob("*/frames.bin"))]
     read_only = np.arange(3, dtype=">i2")
     read_only.flags.writeable = False
     for msg in ({"op": "x", "t": (1, (2, 3)), "s": {1, 2}, "big": 2**80, "k": {(1, 2): [1.5]}},

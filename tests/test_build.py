@@ -17,7 +17,7 @@ from fastser import wrappers
 EXPECTED = os.environ.get("FASTSER_EXPECT")
 COMPILED_MODULES = [
     "_arguments", "_types", "_wire", "_limits", "_placed", "wrappers", "_registry", "_dispatch",
-    "_numpy", "_pickle_writer", "_pickle_opcodes", "_pickle_reader", "_task", "_pickle",
+    "_numpy", "_pickle",
     "_serialize", "_packing", "_leads", "_maps", "_split", "_paths", "_walk", "_depth",
     "_frame_refs", "_header", "_array_records", "_marks", "_encoder", "_decoder", "_codec",
     "_framing", "_compression", "_sock", "_aio"]

@@ -9,7 +9,6 @@ SOURCE = pathlib.Path(__file__).resolve().parent.parent / "fastser"
 LAYERS = [
     {"_arguments", "_types", "_errors", "_wire", "_limits", "_placed", "wrappers"},
     {"_registry"},
-    {"_pickle_writer", "_pickle_opcodes", "_pickle_reader", "_task"},
     {"_dispatch", "_numpy", "_pickle"},
     {"_buffers"},
     {"_split", "_compression", "_packing", "_leads", "_maps"},

@@ -16,7 +16,7 @@ from fastser._wire import EXT_MAP_MARK, TUPLE_LEAD
 
 from strategies import examples, large_maps, messages
 from test_properties import typed, unwrap
-from tasks_shared import body, header_of
+from handmade import body, header_of
 
 MAP_MARK = msgpack.ExtType(EXT_MAP_MARK, b"")
 

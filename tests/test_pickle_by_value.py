@@ -13,7 +13,7 @@ import cloudpickle
 import pytest
 
 import fastser
-from fastser import _pickle, _pickle_writer
+from fastser import _pickle
 
 SOURCE = '''
 def double(x):
@@ -68,13 +68,13 @@ def messages(module: Any) -> dict[str, Any]:
 def registry_binding(request: pytest.FixtureRequest) -> Iterator[str]:
     """cloudpickle's registry as fastser reads it: its live set, or (were cloudpickle to
     drop that set) through cloudpickle.list_registry_pickle_by_value."""
-    bound = _pickle_writer.BY_VALUE_REGISTRY[0]
+    bound = _pickle.BY_VALUE_REGISTRY[0]
     if request.param == "public function":
-        _pickle_writer.BY_VALUE_REGISTRY[0] = _pickle.PublicRegistry()
+        _pickle.BY_VALUE_REGISTRY[0] = _pickle.PublicRegistry()
     try:
         yield request.param
     finally:
-        _pickle_writer.BY_VALUE_REGISTRY[0] = bound
+        _pickle.BY_VALUE_REGISTRY[0] = bound
 
 
 def test_registered_modules_are_not_needed_by_the_receiver(
@@ -102,28 +102,10 @@ def test_registered_modules_are_not_needed_by_the_receiver(
 
 
 def test_unregistered_modules_still_travel_by_name() -> None:
-    # The registry is empty: functions are written by name (the fast paths stay on).
+    # The registry is empty: stdlib pickle writes functions by name.
     frames = fastser.dumps({"t": fastser.Serialize((len, "abc"))})
     assert b"cloudpickle" not in b"".join(bytes(frame) for frame in frames)
     assert fastser.loads(frames)["t"] == (len, "abc")
-
-
-def test_a_module_registered_under_its_own_name_is_found_through_an_alias(
-        by_value_module: ModuleType) -> None:
-    # sys.modules holds the registered module under a second name, which a function's
-    # __module__ gives: cloudpickle goes by the module's own name, and so must fastser's
-    # own writer and the task form.
-    sys.modules["fastser_by_value_alias"] = by_value_module
-    try:
-        def triple(x: int) -> int:
-            return 3 * x
-
-        triple.__module__, triple.__qualname__ = "fastser_by_value_alias", "triple"
-        by_value_module.triple = triple  # type: ignore[attr-defined]
-        assert _pickle_writer.lookup_global(triple) is None
-        assert _pickle_writer.lookup_global(len) is not None
-    finally:
-        del sys.modules["fastser_by_value_alias"]
 
 
 def test_only_a_pickled_module_name_sends_a_pickle_to_cloudpickle(

@@ -1,4 +1,4 @@
-"""Wire version 9: a tuple is an array led by the int -32 (no extension type), and a list
+"""A tuple is an array led by the int -32 (no extension type), and a list
 that begins with -32 is led by its own mark, wherever msgpack writes it: in the message, in a
 record's header (packed as it is, not walked), under a dict subclass, as a namedtuple."""
 
@@ -13,7 +13,8 @@ import pytest
 import fastser
 from fastser import DeserializationError, Serialize, Serialized, ToPickle
 from fastser._leads import escaped_header
-from fastser._wire import EXT_LIST_MARK, TUPLE_LEAD
+from fastser._wire import (EXT_BIGINT, EXT_LIST_MARK, EXT_PICKLE_SERIALIZED, EXT_PICKLED_MARK,
+                           EXT_SET_MARK, TUPLE_LEAD, WIRE_VERSION)
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -59,16 +60,10 @@ def test_a_message_with_tuples_costs_the_decoder_no_extension_type() -> None:
     assert codes == []
 
 
-def test_version_8_headers_keep_a_list_led_by_the_int() -> None:
-    assert fastser.loads(header_with_version(8, {"a": [-32, 1]})) == {"a": [-32, 1]}
-    assert fastser.loads(header_with_version(9, {"a": [-32, 1]})) == {"a": (1,)}
-    assert fastser.loads(header_with_version(9, [-32])) == ()
-
-
 def test_a_tuple_led_key_holding_a_list_is_refused_not_crashed() -> None:
-    assert fastser.loads(header_with_version(9, {(-32, (-32, 1)): [-32, [1]]})) == {
+    assert fastser.loads(header_with_version(WIRE_VERSION, {(-32, (-32, 1)): [-32, [1]]})) == {
         ((1,),): ([1],)}
-    raw = bytes([9]) + b"\x81\x92\xe0\x91\x01\x01"  # {[-32, [1]]: 1}
+    raw = bytes([WIRE_VERSION]) + b"\x81\x92\xe0\x91\x01\x01"  # {[-32, [1]]: 1}
     with pytest.raises(DeserializationError):
         fastser.loads([raw])
 
@@ -90,9 +85,9 @@ def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() ->
 
 
 @pytest.mark.parametrize("value", [
-    [msgpack.ExtType(4, b"\xe0"), 1], msgpack.ExtType(17, b"x"),
-    {"k": [1, msgpack.ExtType(5, b"")]}, (msgpack.ExtType(20, b""),),
-    {msgpack.ExtType(1, b""): 1}, {(1, msgpack.ExtType(1, b"")): 1}],
+    [msgpack.ExtType(EXT_BIGINT, b"\xe0"), 1], msgpack.ExtType(EXT_PICKLE_SERIALIZED, b"x"),
+    {"k": [1, msgpack.ExtType(EXT_SET_MARK, b"")]}, (msgpack.ExtType(EXT_PICKLED_MARK, b""),),
+    {msgpack.ExtType(EXT_BIGINT, b""): 1}, {(1, msgpack.ExtType(EXT_BIGINT, b"")): 1}],
     ids=["leading_bigint", "pickle", "nested_mark", "in_tuple", "key", "in_key"])
 def test_a_header_holding_an_extension_type_is_refused(value: Any) -> None:
     # fastser's ext_hook would read it as one of its own: an int, a pickle, a mark.
