@@ -4,15 +4,15 @@ Compiled, in one mypyc group (so isinstance checks against the wrappers are poin
 compares, and the shared library has the stable in-package name fastser._native):
 every module with hot code. Left interpreted, each for a reason:
   __init__.py  the facade: re-exports, and the COMPILED flag must look at a compiled module
-  _facade.py   public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
-  sock.py, aio.py  the same for the adapters' public functions (the work is in _sock, _aio)
-  _errors.py   exceptions with two built-in bases, which native classes cannot have
-  _buffers.py  a ctypes Structure (its metaclass cannot be compiled); called only for read-only
-               pieces of a split frame (_split takes writeable ones' addresses itself)
-  __main__.py, _demo.py, _inspect.py  the command line: nothing hot
-  dask.py, _dask_bridge.py  distributed's comm backends and the payload bridge (the dask
-               extra): subclass distributed's interpreted classes, and distributed is not
-               a build dependency
+  api.py       public docstrings: mypyc drops them (https://github.com/mypyc/mypyc/issues/437)
+  sock.py, aio.py  the same for the adapters' public functions (the work is in transport/)
+  errors.py    exceptions with two built-in bases, which native classes cannot have
+  frames/address.py  a ctypes Structure (its metaclass cannot be compiled); called only for
+               read-only pieces of a split frame (split.py takes writeable ones' addresses)
+  __main__.py, cli/  the command line: nothing hot
+  */__init__.py  each folder's docstring, nothing else
+  dask/        distributed's comm backends and the payload bridge (the dask extra): subclass
+               distributed's interpreted classes, and distributed is not a build dependency
 """
 
 import glob
@@ -31,35 +31,41 @@ for stale in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
     shutil.rmtree(stale, ignore_errors=True)
 
 COMPILED_MODULES = [
-    "fastser/_arguments.py",
-    "fastser/_types.py",
-    "fastser/_wire.py",
-    "fastser/_limits.py",
-    "fastser/_placed.py",
+    # the vocabulary
+    "fastser/arguments.py",
+    "fastser/buffers.py",
+    "fastser/headers.py",
+    "fastser/limits.py",
     "fastser/wrappers.py",
-    "fastser/_registry.py",
-    "fastser/_dispatch.py",
-    "fastser/_numpy.py",
-    "fastser/_pickle.py",
-    "fastser/_serialize.py",
-    "fastser/_packing.py",
-    "fastser/_leads.py",
-    "fastser/_maps.py",
-    "fastser/_split.py",
-    "fastser/_compression.py",
-    "fastser/_paths.py",
-    "fastser/_walk.py",
-    "fastser/_depth.py",
-    "fastser/_encoder.py",
-    "fastser/_frame_refs.py",
-    "fastser/_header.py",
-    "fastser/_array_records.py",
-    "fastser/_marks.py",
-    "fastser/_decoder.py",
-    "fastser/_codec.py",
-    "fastser/_framing.py",
-    "fastser/_sock.py",
-    "fastser/_aio.py",
+    # frames (address.py stays interpreted: see above)
+    "fastser/frames/placed.py",
+    "fastser/frames/split.py",
+    "fastser/frames/compression.py",
+    "fastser/frames/stream.py",
+    # serializer families
+    "fastser/families/registry.py",
+    "fastser/families/dispatch.py",
+    "fastser/families/numpy.py",
+    "fastser/families/pickle.py",
+    "fastser/families/serialize.py",
+    # the codec
+    "fastser/codec/wire.py",
+    "fastser/codec/packing.py",
+    "fastser/codec/marks.py",
+    "fastser/codec/tuple_leads.py",
+    "fastser/codec/large_maps.py",
+    "fastser/codec/array_records.py",
+    "fastser/codec/paths.py",
+    "fastser/codec/extract.py",
+    "fastser/codec/depth.py",
+    "fastser/codec/header.py",
+    "fastser/codec/payload_frames.py",
+    "fastser/codec/encoder.py",
+    "fastser/codec/decoder.py",
+    "fastser/codec/defaults.py",
+    # transports
+    "fastser/transport/sock.py",
+    "fastser/transport/aio.py",
 ]
 
 

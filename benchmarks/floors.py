@@ -190,7 +190,7 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
         workloads.pickle_dumps(workloads.convert(template, lambda data: data)))
     header, pieces = frames[0][1:], frames[2:]  # the 100 MiB array's two pieces
     unplaced = fastser.unpack_frames(bytearray(fastser.pack_frames(fastser.dumps(msg))))[2:]
-    from fastser._split import join_adjacent  # what loads does to prove them adjacent
+    from fastser.frames.split import join_adjacent  # what loads does to prove them adjacent
 
     return {
         "msgpack.unpackb (the floor)": lambda: msgpack.unpackb(

@@ -3,19 +3,19 @@
 Not compiled (the facade): it re-exports the public names and says which build is loaded.
 """
 
-from . import _codec
-from ._decoder import Decoder
-from ._encoder import Encoder
-from ._errors import DeserializationError, FastserError, FrameError, SerializationError
-from ._facade import (attach_class_docs, deserialize, dumps, extract_serialize, loads,
-                      pack_frames, pack_frames_prelude, register_serialization,
-                      register_serialization_family, register_serialization_lazy, serialize,
-                      unpack_frames)
-from ._framing import FrameReader
-from ._limits import Limits
-from ._serialize import SAFE_DESERIALIZERS
-from ._types import Frame, Header
-from .wrappers import Pickled, Serialize, Serialized, ToPickle
+from fastser.api import (attach_class_docs, deserialize, dumps, extract_serialize, loads,
+                         pack_frames, pack_frames_prelude, register_serialization,
+                         register_serialization_family, register_serialization_lazy, serialize,
+                         unpack_frames)
+from fastser.buffers import Frame, Header
+from fastser.codec import defaults as _codec
+from fastser.codec.decoder import Decoder
+from fastser.codec.encoder import Encoder
+from fastser.errors import DeserializationError, FastserError, FrameError, SerializationError
+from fastser.families.serialize import SAFE_DESERIALIZERS
+from fastser.frames.stream import FrameReader
+from fastser.limits import Limits
+from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ USAGE = "usage: python -m fastser demo | inspect FILE | version"
 def version() -> int:
     from importlib import metadata
 
-    from . import COMPILED, __version__
+    from fastser import COMPILED, __version__
     print(f"fastser {__version__} ({'compiled with mypyc' if COMPILED else 'pure Python'}), "
           f"Python {sys.version.split()[0]}")
     for package in ("msgpack", "cloudpickle", "numpy", "lz4", "zstandard"):
@@ -27,10 +27,10 @@ def version() -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["demo"] and len(argv) == 1:
-        from ._demo import main as demo
+        from fastser.cli.demo import main as demo
         return demo()
     if argv[:1] == ["inspect"] and len(argv) == 2:
-        from ._inspect import main as inspect
+        from fastser.cli.inspect import main as inspect
         return inspect(argv[1])
     if argv == ["version"]:
         return version()

@@ -8,9 +8,9 @@ here is a thin call into the compiled _aio, which does the work.
 import asyncio
 from typing import Any, Optional
 
-from . import _aio
-from ._decoder import Decoder
-from ._encoder import Encoder
+from fastser.codec.decoder import Decoder
+from fastser.codec.encoder import Encoder
+from fastser.transport import aio as _aio
 
 
 async def write_msg(writer: asyncio.StreamWriter, msg: Any,

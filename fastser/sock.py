@@ -8,9 +8,9 @@ compiled _sock, which does the work.
 import socket
 from typing import Any, Optional
 
-from . import _sock
-from ._decoder import Decoder
-from ._encoder import Encoder
+from fastser.codec.decoder import Decoder
+from fastser.codec.encoder import Encoder
+from fastser.transport import sock as _sock
 
 
 def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -> int:

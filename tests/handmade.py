@@ -4,7 +4,7 @@ from typing import Any
 
 import msgpack
 
-from fastser._wire import WIRE_VERSION
+from fastser.codec.wire import WIRE_VERSION
 
 
 def body(frames: list[Any]) -> Any:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import fastser
 from fastser import (DeserializationError, Encoder, FrameReader, Serialize, Serialized,
                      pack_frames)
-from fastser._wire import EXT_ARRAY_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, WIRE_VERSION
+from fastser.codec.wire import EXT_ARRAY_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, WIRE_VERSION
 
 from strategies import examples
 from handmade import body, mark
@@ -226,7 +226,7 @@ def test_a_short_record_is_refused_where_the_dispatch_family_is() -> None:
 
 
 def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> None:
-    from fastser._registry import REGISTRY  # restored below: the registry is global
+    from fastser.families.registry import REGISTRY  # restored below: the registry is global
     frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
     fastser.loads(frames)  # numpy registers itself at the first array
     own = REGISTRY.by_name["numpy.ndarray"]
@@ -234,9 +234,9 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
     assert direct is not None  # the direct way, which makes no header
     taken: list[Any] = []
 
-    def spy(dtype: str, shape: list[Any], flags: int, frame: Any) -> Any:
-        taken.append((dtype, shape, flags))
-        return direct(dtype, shape, flags, frame)
+    def spy(dtype: str, shape: list[Any], order: str, writeable: bool, frame: Any) -> Any:
+        taken.append((dtype, shape, order, writeable))
+        return direct(dtype, shape, order, writeable, frame)
 
     own.short_loads = spy
     try:
@@ -244,7 +244,7 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
         assert fastser.loads(frames, deserializers=("dispatch",)).tolist() == [0, 1, 2, 3]
     finally:
         own.short_loads = direct
-    assert taken == [("<i4", [4], 2)] * 2
+    assert taken == [("<i4", [4], "C", True)] * 2
     seen: list[Any] = []
 
     def mine(header: dict[str, Any], payload: list[Any]) -> str:
@@ -266,7 +266,7 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
         assert fastser.loads(frames).tolist() == [0, 1, 2, 3]
     finally:
         own.short_loads = direct
-    assert taken == [("<i4", [4], 2)]
+    assert taken == [("<i4", [4], "C", True)]
 
 
 @pytest.mark.skipif(fastser.COMPILED, reason="compiled code calls numpy_entry natively "
@@ -277,8 +277,8 @@ def test_a_decoder_shared_by_threads_never_pairs_fresh_stamps_with_a_stale_entry
     # B's loads on the same decoder meanwhile must not take the entry cached before it.
     import threading
 
-    import fastser._array_records as records
-    from fastser._registry import REGISTRY
+    import fastser.codec.array_records as records
+    from fastser.families.registry import REGISTRY
     frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
     decoder = fastser.Decoder()
     decoder.loads(frames)  # numpy registered, its entry cached

@@ -11,9 +11,9 @@ import pytest
 
 import fastser
 from fastser import Decoder, DeserializationError, Encoder, Limits, Serialize, Serialized
-from fastser import _compression
-from fastser._compression import (available_compressions, check_compression, compress,
-                                  decompress, maybe_compress)
+from fastser.frames import compression as _compression
+from fastser.frames.compression import (available_compressions, check_compression, compress,
+                                        decompress, maybe_compress)
 
 NAMES = ["lz4", "zstd", "zlib"]
 COMPRESSIBLE = b"fastser frames " * 70_000  # ~1 MB

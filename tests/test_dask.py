@@ -29,7 +29,7 @@ from distributed.protocol.serialize import Serialize as DSerialize  # noqa: E402
 
 import fastser  # noqa: E402
 from fastser import Decoder  # noqa: E402
-from fastser._wire import WIRE_VERSION  # noqa: E402
+from fastser.codec.wire import WIRE_VERSION
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserTLSBackend, make_encoder)
 

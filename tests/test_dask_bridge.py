@@ -1,4 +1,4 @@
-"""The bridge between fastser:// and tcp:// (fastser._dask_bridge): distributed's
+"""The bridge between fastser:// and tcp:// (fastser.dask.bridge): distributed's
 Serialize, Serialized, ToPickle and Pickled cross a fastser:// scheduler and back onto
 distributed's own codec unchanged. Skipped without distributed (the dask extra)."""
 
@@ -20,7 +20,7 @@ from distributed.protocol.serialize import serialize as distributed_serialize  #
 
 import fastser  # noqa: E402
 from fastser import Decoder, Encoder  # noqa: E402
-from fastser._dask_bridge import (FastserSerialized, distributed_to_fastser,  # noqa: E402
+from fastser.dask.bridge import (FastserSerialized, distributed_to_fastser,  # noqa: E402
                                   fastser_to_distributed)
 
 

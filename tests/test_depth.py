@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError
-from fastser._depth import header_nests_deeper
-from fastser._wire import (EXT_MAP_MARK, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED_MARK, TUPLE_LEAD,
-                           WIRE_VERSION)
+from fastser.codec.depth import header_nests_deeper
+from fastser.codec.wire import (EXT_MAP_MARK, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED_MARK,
+                                TUPLE_LEAD, WIRE_VERSION)
 
 VERSION = bytes([WIRE_VERSION])
 

@@ -15,8 +15,9 @@ from strategies import examples, rounds
 import fastser
 from fastser import (Frame, FrameError, FrameReader, Limits, pack_frames, pack_frames_prelude,
                      unpack_frames)
-from fastser._framing import frame_layout, frame_runs, frame_start, slice_frames, slice_runs
-from fastser._split import address_of
+from fastser.frames.split import address_of
+from fastser.frames.stream import (frame_layout, frame_runs, frame_start, slice_frames,
+                                   slice_runs)
 
 MiB = 2**20
 KiB64 = 2**16  # frames of this size or more start aligned (_types.ALIGNED_FRAME_BYTES)

@@ -18,10 +18,10 @@ from strategies import rounds
 
 import fastser
 from fastser import DeserializationError, Limits, Serialize, ToPickle
-from fastser._wire import (EXT_BIGINT, EXT_BYTES_FRAME, EXT_FROZENSET_MARK, EXT_LIST_MARK,
-                           EXT_MEMORYVIEW, EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_PICKLED,
-                           EXT_PICKLED_MARK, EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
-                           WIRE_VERSION)
+from fastser.codec.wire import (EXT_BIGINT, EXT_BYTES_FRAME, EXT_FROZENSET_MARK, EXT_LIST_MARK,
+                                EXT_MEMORYVIEW, EXT_PICKLED, EXT_PICKLED_MARK,
+                                EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED,
+                                EXT_SERIALIZED_MARK, EXT_SET_MARK, WIRE_VERSION)
 
 VERSION = bytes([WIRE_VERSION])
 
@@ -381,7 +381,7 @@ def test_errors_show_received_values_briefly(body: Any) -> None:
 
 
 def test_shown_bounds_any_value() -> None:
-    from fastser._errors import shown
+    from fastser.errors import shown
     assert shown([1, 2]) == "[1, 2]"
     assert shown(nested(5000, 1)) == "[[[[[...]]]]]"
     assert len(shown(list(range(10**6)))) <= 203

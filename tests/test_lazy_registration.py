@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import fastser
-from fastser._registry import REGISTRY
+from fastser.families.registry import REGISTRY
 
 
 def make_class(module: str) -> type:

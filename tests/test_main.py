@@ -11,7 +11,7 @@ import numpy as np
 
 import fastser
 from fastser import Serialize, ToPickle
-from fastser._wire import WIRE_VERSION
+from fastser.codec.wire import WIRE_VERSION
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError, Serialize
-from fastser._maps import MIN_MAP_ARRAY
-from fastser._wire import EXT_MAP_MARK, TUPLE_LEAD
+from fastser.codec.large_maps import MIN_MAP_ARRAY
+from fastser.codec.wire import EXT_MAP_MARK, TUPLE_LEAD
 
 from strategies import examples, large_maps, messages
 from test_properties import typed, unwrap

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import examples
 
-from fastser._packing import Packers
+from fastser.codec.packing import Packers
 
 
 class Name(str):

@@ -13,7 +13,7 @@ import cloudpickle
 import pytest
 
 import fastser
-from fastser import _pickle
+from fastser.families import pickle as _pickle
 
 SOURCE = '''
 def double(x):

@@ -7,9 +7,9 @@ import tracemalloc
 import numpy as np
 
 import fastser
-from fastser._framing import slice_runs
-from fastser._placed import PLACED, PLACED_MIN_BYTES, join_placed, place
-from fastser._split import merge_frames
+from fastser.frames.placed import PLACED, PLACED_MIN_BYTES, join_placed, place
+from fastser.frames.split import merge_frames
+from fastser.frames.stream import slice_runs
 
 MiB = 2**20
 

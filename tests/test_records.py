@@ -12,7 +12,7 @@ import pytest
 
 import fastser
 from fastser import Decoder, Pickled, SerializationError, Serialize, Serialized, ToPickle
-from fastser._wire import EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED
+from fastser.codec.wire import EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED
 
 
 def roundtrip(msg: Any) -> Any:

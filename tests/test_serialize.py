@@ -9,7 +9,7 @@ import pytest
 
 import fastser
 from fastser import DeserializationError, SerializationError
-from fastser._errors import RefusedFamilyError, SenderError
+from fastser.errors import RefusedFamilyError, SenderError
 
 
 class Unregistered:

@@ -24,8 +24,8 @@ from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, ch
                      misaligning_message, mutated, owner_of, peak_allocation, rss_bytes,
                      small_message, stream_to_mutate)
 
-from fastser._framing import COALESCE_BYTES, coalesce
-from fastser._sock import MAX_IOV, MMAP_BYTES, sendall_each, sendmsg_all
+from fastser.frames.stream import COALESCE_BYTES, coalesce
+from fastser.transport.sock import MAX_IOV, MMAP_BYTES, sendall_each, sendmsg_all
 from fastser.sock import recv_msg, send_msg
 
 TIMEOUT = 10.0  # seconds; every socket here times out rather than hang the suite

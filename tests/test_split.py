@@ -6,8 +6,8 @@ from typing import Any
 import numpy as np
 
 import fastser
-from fastser._split import address_of, join_adjacent, merge_frames, split_frames
-from fastser._types import Frame
+from fastser.buffers import Frame
+from fastser.frames.split import address_of, join_adjacent, merge_frames, split_frames
 
 
 def pieces_of(buffer: Any, sizes: list[int]) -> list[Frame]:

@@ -12,9 +12,9 @@ import pytest
 
 import fastser
 from fastser import DeserializationError, Serialize, Serialized, ToPickle
-from fastser._leads import escaped_header
-from fastser._wire import (EXT_BIGINT, EXT_LIST_MARK, EXT_PICKLE_SERIALIZED, EXT_PICKLED_MARK,
-                           EXT_SET_MARK, TUPLE_LEAD, WIRE_VERSION)
+from fastser.codec.tuple_leads import escaped_header
+from fastser.codec.wire import (EXT_BIGINT, EXT_LIST_MARK, EXT_PICKLED_MARK,
+                                EXT_PICKLE_SERIALIZED, EXT_SET_MARK, TUPLE_LEAD, WIRE_VERSION)
 
 Point = collections.namedtuple("Point", "x y")
 

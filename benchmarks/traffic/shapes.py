@@ -315,7 +315,7 @@ class Builder:
         # distributed's header on tcp://, with fastser's (FastserSerialized) on fastser://.
         if self.codec == "fastser":
             import fastser
-            from fastser._dask_bridge import FastserSerialized
+            from fastser.dask.bridge import FastserSerialized
             return FastserSerialized(*fastser.serialize(data))
         from distributed.protocol.serialize import Serialized, serialize
         return Serialized(*serialize(data))

@@ -1,0 +1,1 @@
+"""python -m fastser: the demo round trip and the stream inspector."""

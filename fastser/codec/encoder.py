@@ -1,0 +1,324 @@
+"""Message -> frames: the one-pass walk that turns a message into a msgpack header with
+extension-type placeholders plus out-of-band payload frames.
+
+Strategy: the walk returns each value unchanged when msgpack can encode it as is (exact
+str/int/float/bool/None, small bytes, dicts and lists of such), and builds a new container
+only on the path to a value it had to replace, so a plain control message is walked but
+never copied. Tuples become arrays led by the int TUPLE_LEAD; sets, frozensets and lists
+led by that int, arrays led by an empty extension type that marks them; big ints, small
+bytearrays and memoryviews extension types; bytes-likes of OUT_OF_BAND_BYTES or more leave
+as frames of their own (never copied); wrappers and other objects become serialized records
+in the same pass; a dict of many entries becomes an array led by a map mark. The path of an object that
+fails is searched for only after the failure, so the walk carries none.
+"""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Optional, cast
+
+from fastser.arguments import check_int
+from fastser.buffers import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
+from fastser.codec.array_records import short_record
+from fastser.codec.large_maps import MIN_MAP_ARRAY, map_array
+from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
+                                   MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
+                                   SERIALIZED_MARK, ext, plain_str)
+from fastser.codec.paths import find_path
+from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
+from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
+                                EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
+                                EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED,
+                                WIRE_VERSION)
+from fastser.errors import SerializationError, UnencodableError, chained
+from fastser.families.dispatch import memoryview_frame
+from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
+                                        check_families, check_on_error, error_payload,
+                                        serialize_with)
+from fastser.frames.compression import check_compression, compress_payload, maybe_compress
+from fastser.frames.split import add_frame, frame_refs
+from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
+from fastser.limits import DEFAULT_MAX_DEPTH
+from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
+
+MIN_INT64: Final = -(2**63)
+MAX_UINT64: Final = 2**64 - 1
+# mypyc keeps ints in [-2**62, 2**62) unboxed and compares them inline; a comparison with
+# MIN_INT64 or MAX_UINT64 (boxed) costs ~150 ns, so those are tried only outside this range.
+MIN_SHORT_INT: Final = -4611686018427387904
+MAX_SHORT_INT: Final = 4611686018427387903
+DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
+PICKLE_ONLY: Final = ("pickle",)
+VERSION_BYTE: Final = bytes([WIRE_VERSION])
+
+
+class EncodeState:
+    """What one dumps call accumulates: the frame list, its packers, and the records made
+    (searched only when the message fails to pack, to name the payload at fault)."""
+
+    def __init__(self, packers: Packers) -> None:
+        self.frames: list[Frame] = [b""]  # frames[0], the header, is written last
+        self.packers = packers
+        self.records: list[tuple[Header, object]] = []
+        # > 0 while a dict key or set item is walked: what is made there must be hashable.
+        self.hashable = 0
+
+    def pack_nested(self, obj: object) -> bytes:
+        return cast(bytes, self.packers.record.pack(obj))
+
+
+class Encoder:
+    def __init__(self, *, serializers: Optional[Sequence[str]] = None,
+                 on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
+                 frame_split_size: int = DEFAULT_SPLIT_SIZE, compression: Optional[str] = None,
+                 default: Optional[Callable[[Any], Any]] = None) -> None:
+        check_on_error(on_error)
+        check_int(frame_split_size, "frame_split_size")
+        if frame_split_size < 1:
+            raise ValueError(f"frame_split_size must be a positive int, got {frame_split_size!r}")
+        names = DEFAULT_SERIALIZERS if serializers is None else serializers
+        self.serializers: tuple[str, ...] = check_families(names, "serializers")
+        self.on_error: str = on_error
+        self.context = context
+        self.frame_split_size = frame_split_size
+        # "auto" is resolved once, here: None, or the name of an installed compressor.
+        self.compression: Optional[str] = check_compression(compression)
+        self.default = default
+        self.pickle_fallback: bool = "pickle" in self.serializers
+        self.max_depth: int = DEFAULT_MAX_DEPTH
+        # Packers are not thread-safe; list.pop/append are atomic, so each call takes its
+        # own from this pool and a shared Encoder stays safe across threads.
+        self.packers: list[Packers] = []
+
+    def dumps(self, msg: Any) -> list[Frame]:
+        try:
+            packers = self.packers.pop()  # atomic; a check first could race another thread
+        except IndexError:
+            packers = Packers()
+        state = EncodeState(packers)
+        try:
+            body = self.encode(msg, 0, state)
+            try:
+                state.frames[0] = VERSION_BYTE + packers.body.pack(body)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise self.unpackable(state, exc)
+        except UnencodableError as exc:
+            where = find_path(msg, exc.obj)
+            raise chained(SerializationError(f"{exc.reason} at {where}"), exc.__cause__)
+        finally:
+            # A Packer with autoreset empties its buffer after a failed pack() too.
+            self.packers.append(packers)
+        return state.frames
+
+    def encode(self, obj: object, depth: int, state: EncodeState) -> object:
+        # `type(obj) is T` (not isinstance): subclasses of message types are other objects.
+        t = type(obj)
+        if t is str or t is float or t is bool or obj is None:
+            return obj
+        if t is int:
+            # mypyc: `type(obj) is int` narrows obj to a native int, and `return obj` would
+            # then box a new int object — no longer `obj`, so every list of ints got copied.
+            value = cast(int, obj)
+            if MIN_SHORT_INT <= value <= MAX_SHORT_INT or MIN_INT64 <= value <= MAX_UINT64:
+                return obj
+            return ext(EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8,
+                                                      "little", signed=True))
+        if depth >= self.max_depth:
+            raise UnencodableError(obj, f"message nested deeper than max_depth={self.max_depth}")
+        if type(obj) is dict:
+            return self.encode_dict(obj, depth + 1, state)
+        if type(obj) is list:
+            return self.encode_list(obj, depth + 1, state)
+        if type(obj) is bytes:
+            if len(obj) < OUT_OF_BAND_BYTES:
+                return obj
+            return self.out_of_band(obj, state, EXT_BYTES_FRAME, BYTES_FRAME_REFS)
+        if t is tuple or t is set or t is frozenset:
+            return self.encode_collection(obj, depth, state)
+        if type(obj) is bytearray:
+            if len(obj) < OUT_OF_BAND_BYTES:
+                return ext(EXT_BYTEARRAY, bytes(obj))
+            return self.out_of_band(obj, state, EXT_BYTEARRAY_FRAME, BYTEARRAY_FRAME_REFS)
+        if type(obj) is MEMORYVIEW:
+            view = memoryview_frame(obj)
+            # A key or set item stays inline, whatever its size: received out of band into
+            # a writeable buffer it would be a writeable memoryview, which cannot be hashed.
+            if nbytes(view) < OUT_OF_BAND_BYTES or state.hashable:
+                return ext(EXT_MEMORYVIEW, bytes(view))
+            return self.out_of_band(view, state, EXT_MEMORYVIEW_FRAME, MEMORYVIEW_FRAME_REFS)
+        return self.encode_object(obj, depth, state)
+
+    def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
+        out: Optional[dict[Any, Any]] = None
+        unchanged = 0
+        for key, value in obj.items():
+            new_key: object
+            if type(key) is str:
+                new_key = key
+            else:
+                state.hashable += 1
+                new_key = self.encode(key, depth, state)
+                state.hashable -= 1
+            # The common scalars are checked here, saving a call of encode() for each.
+            t = type(value)
+            if t is str or t is float or t is bool or value is None or (
+                    t is int and MIN_SHORT_INT <= cast(int, value) <= MAX_SHORT_INT):
+                new_value = value
+            else:
+                new_value = self.encode(value, depth, state)
+            if out is None:
+                if new_key is key and new_value is value:
+                    unchanged += 1
+                    continue
+                out = {}
+                # Copy the items before this one: they needed no change.
+                for old_key, old_value in obj.items():
+                    if not unchanged:
+                        break
+                    out[old_key] = old_value
+                    unchanged -= 1
+            out[new_key] = new_value
+        if out is None:
+            return map_array(obj) if len(obj) >= MIN_MAP_ARRAY else obj
+        return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
+
+    def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
+        # A list that may read back led by TUPLE_LEAD is led by LIST_MARK.
+        out: Optional[list[Any]] = [LIST_MARK] if leads_like_a_tuple(obj) else None
+        index = 0
+        for item in obj:
+            t = type(item)
+            if t is str or t is float or t is bool or item is None or (
+                    t is int and MIN_SHORT_INT <= cast(int, item) <= MAX_SHORT_INT):
+                new_item = item  # the common scalars, without a call of encode()
+            else:
+                new_item = self.encode(item, depth, state)
+            if out is not None:
+                out.append(new_item)
+            elif new_item is not item:
+                out = obj[:index]
+                out.append(new_item)
+            index += 1
+        return obj if out is None else out
+
+    def encode_collection(self, obj: object, depth: int, state: EncodeState) -> object:
+        """Tuples, sets and frozensets: returned as they are when no item needed a change
+        (mark_collection marks them when they are packed), else a new one of the same type
+        holding the encoded items (which are hashable where the originals were)."""
+        t = type(obj)
+        items: Optional[list[object]] = None
+        index = 0
+        in_set = t is not tuple
+        if in_set:
+            state.hashable += 1
+        for item in cast(Iterable[Any], obj):
+            it = type(item)
+            if it is str or it is float or it is bool or item is None or (
+                    it is int and MIN_SHORT_INT <= cast(int, item) <= MAX_SHORT_INT):
+                new_item = item  # the common scalars (keys like ("x", 0)), without a call
+            else:
+                new_item = self.encode(item, depth + 1, state)
+            if items is not None:
+                items.append(new_item)
+            elif new_item is not item:
+                items = list(cast(Iterable[Any], obj))[:index]
+                items.append(new_item)
+            index += 1
+        if in_set:
+            state.hashable -= 1
+        if items is None:
+            return obj
+        return tuple(items) if t is tuple else set(items) if t is set else frozenset(items)
+
+    def out_of_band(self, frame: Frame, state: EncodeState, code: int,
+                    made: list[object]) -> object:
+        """The extension type `code` for a large bytes-like's own frame, its data the packed
+        ref of the frame, never copied; or, when compression pays, [ref of the compressed
+        frame, compression name]. `made`: the ones for frames 1..127, made beforehand."""
+        if self.compression is not None:
+            name, compressed = maybe_compress(frame, self.compression)
+            if name is not None:
+                return ext(code, state.pack_nested(
+                    [frame_refs([compressed], state.frames, self.frame_split_size)[0], name]))
+        ref = add_frame(frame, state.frames, self.frame_split_size)
+        if type(ref) is int and ref < 128:
+            return made[ref]
+        return ext(code, state.pack_nested(ref))
+
+    def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
+               obj: object) -> object:
+        """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
+        for one small pickle and nothing else, the pickle as one extension type; for a numpy
+        array with the dispatch family's header, the short record."""
+        # plain_str: a str subclass is compared, as it is written, by its value.
+        if len(payload) == 1 and plain_str(header.get(HEADER_SERIALIZER)) == PICKLE_FAMILY:
+            data = payload[0]
+            if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
+                return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
+                           else EXT_PICKLE_PICKLED, data)
+        elif code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
+            short = short_record(header)  # a numpy array's
+            if short is not None:
+                state.records.append((header, obj))  # names it if msgpack refuses its dtype
+                short[3] = frame_refs(payload, state.frames, self.frame_split_size)[0]
+                return short
+        state.records.append((header, obj))
+        refs = frame_refs(payload, state.frames, self.frame_split_size)
+        if state.hashable:
+            # A dict key or set item: an array cannot be hashed there. Extension type 10 or
+            # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
+            return ext(code, state.pack_nested([header, refs]))
+        mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
+        return [mark, escaped_header(header, obj), refs]
+
+    def unpackable(self, state: EncodeState, exc: Exception) -> SerializationError:
+        """The error for a message msgpack refused: the walk let through only what msgpack
+        takes, so a record header is at fault; find which, to name its payload's path."""
+        for header, obj in state.records:
+            try:
+                state.packers.record.pack(header)
+            except (TypeError, ValueError, OverflowError) as cause:
+                reason = (f"the header of a {type(obj).__qualname__} payload is not "
+                          f"msgpack-encodable: {cause}")
+                return chained(UnencodableError(obj, reason), cause)
+        return chained(SerializationError(f"the message is not msgpack-encodable: {exc}"), exc)
+
+    def encode_object(self, obj: object, depth: int, state: EncodeState) -> object:
+        """Wrappers, and other objects: serialized records in the same pass."""
+        if isinstance(obj, Serialize):
+            return self.serialized_record(EXT_SERIALIZED, obj.data, self.serializers, obj, state)
+        if isinstance(obj, ToPickle):
+            return self.serialized_record(EXT_PICKLED, obj.data, PICKLE_ONLY, obj, state)
+        if isinstance(obj, Serialized):
+            return self.record(EXT_SERIALIZED, obj.header, obj.frames, state, obj)
+        if isinstance(obj, Pickled):
+            return self.record(EXT_PICKLED, obj.header, obj.frames, state, obj)
+        if self.default is not None:
+            try:
+                replacement = self.default(obj)
+            except NotImplementedError:
+                replacement = obj
+            if replacement is not obj:
+                return self.encode(replacement, depth + 1, state)
+        if self.pickle_fallback:
+            return self.serialized_record(EXT_PICKLED, obj, PICKLE_ONLY, obj, state)
+        reason = (f"cannot serialize object of type {type(obj).__qualname__}: not a message "
+                  f"type, and 'pickle' is not in serializers {list(self.serializers)}")
+        if self.on_error == "message":
+            header, payload = error_payload(reason, None)
+            return self.record(EXT_SERIALIZED, header, payload, state, obj)
+        raise UnencodableError(obj, reason)
+
+    def serialized_record(self, code: int, data: object, names: Sequence[str], obj: object,
+                          state: EncodeState) -> object:
+        # names: self.serializers for Serialize, PICKLE_ONLY for ToPickle and the fallback.
+        try:
+            header, payload = serialize_with(data, names, self.on_error, self.context)
+        except SerializationError as exc:
+            raise chained(UnencodableError(obj, str(exc)), exc.__cause__)
+        # ToPickle and the fallback travel as pickled records, so a decoder that refuses
+        # pickle can still forward them unopened; a failure (on_error="message") travels as
+        # a serialized "error" record, which raises on receipt.
+        if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
+            code = EXT_SERIALIZED
+        elif self.compression is not None and HEADER_COMPRESSION not in header:
+            payload = compress_payload(header, payload, self.compression)
+        return self.record(code, header, payload, state, obj)

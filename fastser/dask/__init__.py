@@ -1,0 +1,351 @@
+"""fastser:// and fastser-tls:// — distributed comm backends whose messages are fastser's.
+
+Uncompiled: it subclasses distributed's TCP classes and keeps their connection handling;
+only Comm.read/write change. Sits on the codec and frames.stream (the facade layer).
+
+Rule: each side opens a connection with MAGIC, so a peer speaking another protocol is
+refused at its first 8 bytes; every count and length read after it is checked against
+DASK_LIMITS before anything is allocated for it.
+
+Strategy: distributed's four wrappers are mapped onto fastser's by Encoder(default=)
+(anything else distributed would have pickled becomes ToPickle), and back by the Decoder:
+workers and clients decode with deserialize=True; the scheduler (deserialize=False) keeps
+data payloads as distributed's Serialized and opens ToPickle (Decoder(open_pickled=True)).
+The mapping, and the two bridge families that let a payload cross between fastser:// and
+tcp:// with its frames, are in dask.bridge; importing this module registers them.
+"""
+
+import logging
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Optional, cast
+
+from distributed.comm.addressing import get_address_host
+from distributed.comm.core import CommClosedError
+import distributed.comm.utils as comm_utils
+from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
+                                  TLSBackend, TLSConnector, TLSListener,
+                                  convert_stream_closed_error)
+from distributed.sizeof import safe_sizeof
+from distributed.system import MEMORY_LIMIT
+from distributed.utils import get_ip, offload
+from tornado.iostream import IOStream, StreamClosedError
+
+from fastser.buffers import Frame
+from fastser.codec.decoder import Decoder
+from fastser.codec.encoder import Encoder
+from fastser.codec.wire import WIRE_VERSION
+from fastser.dask.bridge import distributed_to_fastser, families, fastser_to_distributed
+from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
+                                   frame_layout, frame_runs, pack_frames_prelude, slice_frames)
+from fastser.limits import Limits
+from fastser.transport.sock import MAX_IO_BYTES, receive_buffer
+
+logger = logging.getLogger(__name__)
+
+# The first 8 bytes each side writes. Read by distributed's tcp:// framing as a message
+# length it is, about 3.2e16 bytes: a tcp:// peer fails at once instead of waiting.
+MAGIC: Final = b"fastser\x00"
+# fastser's wire version, added to the handshake. Its "pickle-protocol" key is kept and
+# agreed as distributed does (the scheduler asks for 4), but fastser's pickle family writes
+# protocol 5 (out-of-band buffers), which every Python fastser runs on reads.
+WIRE_KEY: Final = "fastser-wire"
+# Frames and messages as large as distributed's own reader takes (half the memory), never
+# less than fastser's defaults; a prelude announcing more is refused before any allocation.
+DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
+                            max_message_bytes=max(2**32, int(MEMORY_LIMIT) // 2))
+# Compressors distributed may agree on that fastser also writes.
+COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
+
+
+async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
+    """One message's frames from `stream`, read into one buffer of their own (a bytearray,
+    or an anonymous mmap from 1 MiB on: _sock.receive_buffer), each of 64 KiB or more
+    at a 16-byte aligned offset: the frames are writeable, arrays on them aligned, and the
+    pieces of a split payload adjacent, so loads joins them without a copy.
+    The prelude is checked against `limits` before the buffer is allocated."""
+    head = await stream.read_bytes(WORD)
+    count = check_count(COUNT.unpack_from(head, 0)[0], limits)
+    lengths: tuple[int, ...] = ()
+    if count:
+        # At most 8 * Limits.max_frames bytes, and tornado buffers only what arrives.
+        raw = await stream.read_bytes(WORD * count)
+        lengths = struct.unpack_from(f"<{count}Q", raw, 0)
+    check_lengths(lengths, limits)
+    gaps, size = frame_layout(lengths)
+    view = receive_buffer(size)
+    for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
+        for piece in range(start, stop, MAX_IO_BYTES):
+            # tornado annotates a bytearray; it takes any writable buffer.
+            await stream.read_into(cast(bytearray, view[piece:min(piece + MAX_IO_BYTES, stop)]))
+    # Zero-copy: the frames are slices of the one buffer the bytes were read into.
+    return slice_frames(view, lengths, 0, gaps, True)
+
+
+def large(msg: Any, threshold: int) -> bool:
+    """Whether distributed would encode `msg` off the event loop: its estimated size, by
+    dask's sizeof (which samples large collections), is over `threshold` or unknown."""
+    size: int = safe_sizeof(msg, default_size=-1)
+    return size == -1 or size > threshold
+
+
+def raised_eof(exc: BaseException) -> bool:
+    """Whether EOFError is among the causes of `exc`."""
+    cause: Optional[BaseException] = exc
+    while cause is not None:
+        if isinstance(cause, EOFError):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:
+    """Queue `prefix`, the prelude and `frames` on `stream` (small frames joined, large ones
+    as views: never copied). Like distributed's tcp:// comm, does not wait for the send."""
+    written = 0
+    for buffer in coalesce(prefix + pack_frames_prelude(frames), frames):
+        size = buffer.nbytes
+        for start in range(0, size, MAX_IO_BYTES):  # OpenSSL and C ints: < 2 GiB a call
+            stream.write(buffer[start:start + MAX_IO_BYTES])
+        written += size
+    return written
+
+
+class FastserComm:
+    """Comm.read/write and the handshake of fastser:// (mixed into distributed's TCP/TLS)."""
+
+    # Provided by the distributed class this is mixed into.
+    stream: Optional[IOStream]
+    deserialize: bool
+    allow_offload: bool
+    handshake_options: dict[str, Any]
+    local_info: dict[str, Any]
+    remote_info: dict[str, Any]
+    max_shard_size: int
+    _closed: bool
+    abort: Callable[[], None]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.greeted = False  # MAGIC written
+        self.greeting_seen = False  # MAGIC read
+        self.encoders: dict[tuple[Any, ...], Encoder] = {}
+        self.encoders_options: Optional[dict[str, Any]] = None  # the options they were made for
+        self.decoders: dict[Optional[tuple[str, ...]], Decoder] = {}
+
+    def encoder(self, serializers: Optional[Sequence[str]], on_error: str) -> Encoder:
+        options = self.handshake_options
+        if options is not self.encoders_options:  # the handshake has completed since
+            self.encoders.clear()
+            self.encoders_options = options
+        key = (None if serializers is None else tuple(serializers), on_error)
+        encoder = self.encoders.get(key)
+        if encoder is None:
+            context = {"sender": self.local_info, "recipient": self.remote_info, **options}
+            encoder = self.encoders[key] = make_encoder(serializers, on_error, context,
+                                                        self.max_shard_size)
+        return encoder
+
+    def decoder(self, deserializers: Optional[Sequence[str]]) -> Decoder:
+        names = families(deserializers)
+        if names is not None and "pickle" not in names:
+            # distributed opens ToPickle whatever the deserializers; fastser opens it only
+            # with "pickle" allowed.
+            names = (*names, "pickle")
+        decoder = self.decoders.get(names)
+        if decoder is None:
+            decoder = self.decoders[names] = make_decoder(self.deserialize, names)
+        return decoder
+
+    async def read(self, deserializers: Optional[Sequence[str]] = None) -> Any:
+        stream = self.stream
+        if stream is None:
+            raise CommClosedError()
+        try:
+            if not self.greeting_seen:
+                greeting = await stream.read_bytes(len(MAGIC))
+                if greeting != MAGIC:
+                    raise FrameError(
+                        f"the peer does not speak fastser: its first bytes are {greeting!r}, "
+                        f"not {MAGIC!r} (a tcp:// peer on a fastser:// address, or the other "
+                        "way round?)")
+                self.greeting_seen = True
+            frames = await read_frames(stream, DASK_LIMITS)
+        except StreamClosedError as exc:
+            self.stream = None
+            self._closed = True
+            convert_stream_closed_error(self, exc)
+        except FrameError as exc:
+            logger.warning("%s: closed: %s", self, exc)
+            self.abort()
+            raise CommClosedError(f"in {self}: {exc}") from exc
+        except BaseException:
+            # What was read is unknown: the stream cannot be used again (as in TCP.read).
+            self.abort()
+            raise
+        # The whole message was read: a decode error leaves the stream usable.
+        decoder = self.decoder(deserializers)
+        try:
+            # Looked up on each read, as distributed does (its tests change it).
+            threshold = comm_utils.OFFLOAD_THRESHOLD
+            if self.deserialize and self.allow_offload and threshold and \
+                    sum(frame.nbytes for frame in frames) > threshold:
+                # As distributed does: a large message is opened in its offload thread, so
+                # unpickling a large object does not stall the event loop (arrays are views).
+                return await offload(decoder.loads, frames)
+            return decoder.loads(frames)
+        except (RefusedFamilyError, SenderError) as exc:
+            # distributed raises TypeError for both (its deserialize() and its "error"
+            # family), and its callers catch that: Client(deserializers=...) relies on it.
+            raise TypeError(str(exc)) from exc
+        except DeserializationError as exc:
+            if not raised_eof(exc):
+                raise
+            # As TCP.read: a payload that ends too early (EOFError while opening it) may be
+            # a stream garbled in transit, so the comm is closed rather than read again.
+            self.abort()
+            raise CommClosedError(f"in {self}: aborted stream on truncated data") from exc
+
+    async def write(self, msg: Any, serializers: Optional[Sequence[str]] = None,
+                    on_error: Optional[str] = "message") -> int:
+        stream = self.stream
+        if stream is None:
+            raise CommClosedError()
+        encoder = self.encoder(serializers, on_error or "message")
+        threshold = comm_utils.OFFLOAD_THRESHOLD
+        if self.allow_offload and threshold and large(msg, threshold):
+            # As TCP.write (to_frames): a large message is encoded in distributed's offload
+            # thread, so pickling a large object does not stall the event loop.
+            frames = await offload(encoder.dumps, msg)
+        else:
+            frames = encoder.dumps(msg)
+        prefix = b"" if self.greeted else MAGIC
+        try:
+            written = write_frames(stream, frames, prefix)
+            self.greeted = True
+        except StreamClosedError as exc:
+            self.stream = None
+            self._closed = True
+            convert_stream_closed_error(self, exc)
+        except BaseException:
+            self.abort()
+            raise
+        return written
+
+    def handshake_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = super().handshake_info()  # type: ignore[misc]  # Comm's
+        info[WIRE_KEY] = WIRE_VERSION
+        return info
+
+    @staticmethod
+    def handshake_configuration(local: dict[str, Any], remote: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = TCP.handshake_configuration(local, remote)
+        theirs = remote.get(WIRE_KEY)
+        if theirs != local[WIRE_KEY]:
+            raise ValueError(f"the peer writes fastser wire version {theirs}, this process "
+                             f"{local[WIRE_KEY]}: install the same fastser everywhere")
+        out[WIRE_KEY] = WIRE_VERSION
+        return out
+
+
+def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
+                 context: Mapping[str, Any], frame_split_size: int) -> Encoder:
+    """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
+    `context` (its "compression": distributed's name, used when fastser has it too)."""
+    compression = context.get("compression")
+    if compression not in COMPRESSIONS or not installed(compression):
+        compression = None
+    return Encoder(serializers=families(serializers) or None,
+                   on_error="raise" if on_error == "raise" else "message", context=context,
+                   frame_split_size=frame_split_size, default=distributed_to_fastser,
+                   compression=compression)
+
+
+def make_decoder(deserialize: bool, deserializers: Optional[tuple[str, ...]]) -> Decoder:
+    """The Decoder for Comm.read() (fastser's family names): workers and clients open
+    payloads; the scheduler (deserialize=False) keeps data payloads as distributed's
+    Serialized and opens ToPickle. Lists come back as tuples, as tcp:// delivers them:
+    distributed's code relies on it (ForwardOutput's print events, for one)."""
+    if deserialize:
+        return Decoder(deserializers=deserializers, limits=DASK_LIMITS, lists_as_tuples=True)
+    return Decoder(deserialize=False, deserializers=deserializers, limits=DASK_LIMITS,
+                   open_pickled=True, serialized_factory=fastser_to_distributed,
+                   lists_as_tuples=True)
+
+
+def installed(compression: str) -> bool:
+    try:
+        Encoder(compression=compression)
+    except ValueError:  # fastser's answer for a compressor whose package is missing
+        return False
+    return True
+
+
+class FastserTCP(FastserComm, TCP):
+    """An established fastser:// connection."""
+
+
+class FastserTLS(FastserComm, TLS):
+    """An established fastser-tls:// connection."""
+
+
+class FastserConnector(TCPConnector):
+    prefix = "fastser://"
+    comm_class = FastserTCP
+
+
+class FastserTLSConnector(TLSConnector):
+    prefix = "fastser-tls://"
+    comm_class = FastserTLS
+
+
+class WorkerHost:
+    """A worker's listener advertises the address of the interface that routes to its
+    scheduler, as on tcp://: distributed's Worker passes that as default_host only when its
+    protocol is "tcp" or "tls" (Worker.start_unsafe), so here it is found from the worker
+    the listener serves. Without it a worker listening on all interfaces advertises the
+    default route's address, which on a host with several interfaces is the wrong one."""
+
+    default_host: Optional[str]
+
+    def __init__(self, address: str, comm_handler: Callable[..., Any], *args: Any,
+                 **kwargs: Any) -> None:
+        super().__init__(address, comm_handler, *args, **kwargs)  # type: ignore[call-arg]  # TCPListener's
+        if self.default_host is None:
+            self.default_host = scheduler_route(comm_handler)
+
+
+def scheduler_route(comm_handler: Callable[..., Any]) -> Optional[str]:
+    """The local IP towards the scheduler of the Worker whose handler `comm_handler` is."""
+    from distributed.worker import Worker  # the worker module is not needed before this
+
+    server = getattr(comm_handler, "__self__", None)
+    if not isinstance(server, Worker):
+        return None
+    host: str = get_ip(get_address_host(server.scheduler.address))
+    return host
+
+
+class FastserListener(WorkerHost, TCPListener):
+    prefix = "fastser://"
+    comm_class = FastserTCP
+
+
+class FastserTLSListener(WorkerHost, TLSListener):
+    prefix = "fastser-tls://"
+    comm_class = FastserTLS
+
+
+class FastserBackend(TCPBackend):
+    """The backend of fastser:// (entry point "fastser" of distributed.comm.backends)."""
+
+    _connector_class = FastserConnector
+    _listener_class = FastserListener
+
+
+class FastserTLSBackend(TLSBackend):
+    """The backend of fastser-tls:// (entry point "fastser-tls")."""
+
+    _connector_class = FastserTLSConnector
+    _listener_class = FastserTLSListener

@@ -1,0 +1,235 @@
+"""Sampled compression of payload frames, and bounded decompression. Sits on buffers,
+codec.wire, errors and limits; lz4 and zstandard are optional and imported on first use.
+
+Rule: a decompressor never produces more than the caller's bound — the size a frame
+announces (lz4's size prefix, zstd's content size) is checked before anything is allocated,
+and zlib, which announces nothing, is inflated in bounded steps.
+"""
+
+import importlib
+import zlib
+from typing import Any, Final, Optional
+
+from fastser.arguments import check_str
+from fastser.buffers import Frame, Header, byte_view
+from fastser.errors import DeserializationError, chained, shown
+from fastser.headers import HEADER_COMPRESSION
+
+COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
+AUTO_ORDER: Final = ("lz4", "zstd")  # zlib is too slow to be chosen for the caller
+EXTRA_PACKAGE: Final = {"lz4": "lz4", "zstd": "zstandard"}
+MIN_COMPRESS_BYTES: Final = 10_000  # smaller payloads are left as they are
+SAMPLE_PIECES: Final = 5
+SAMPLE_PIECE_BYTES: Final = 2_000
+KEEP_RATIO: Final = 0.7  # keep a compressed frame only when it saves at least 30 %
+# lz4's block format takes at most LZ4_MAX_INPUT_SIZE bytes; bigger frames travel as they are.
+MAX_COMPRESS_BYTES: Final = 0x7E000000
+LZ4_SIZE_PREFIX: Final = 4
+INFLATE_STEP: Final = 1 << 20
+
+# Imported compressor modules by name; a missing package is remembered as None.
+_modules: dict[str, Optional[Any]] = {}
+
+
+def compressor_module(name: str) -> Optional[Any]:
+    if name not in _modules:
+        target = {"lz4": "lz4.block", "zstd": "zstandard", "zlib": "zlib"}[name]
+        try:
+            _modules[name] = importlib.import_module(target)
+        except ImportError:
+            _modules[name] = None
+    return _modules[name]
+
+
+def available_compressions() -> list[str]:
+    """The compressions usable in this process, best first."""
+    return [name for name in COMPRESSIONS if compressor_module(name) is not None]
+
+
+def check_compression(name: Optional[str]) -> Optional[str]:
+    """The compression an Encoder will use for `name`: None, or an installed compressor.
+    "auto" picks lz4, else zstd, else None. Raises ValueError for an unknown name or one
+    whose package is not installed."""
+    if name is None:
+        return None
+    check_str(name, "compression")
+    if name == "auto":
+        for candidate in AUTO_ORDER:
+            if compressor_module(candidate) is not None:
+                return candidate
+        return None
+    if name not in COMPRESSIONS:
+        raise ValueError(f"unknown compression {name!r}: use None, 'auto', "
+                         f"{', '.join(repr(n) for n in COMPRESSIONS)}")
+    if compressor_module(name) is None:
+        package = EXTRA_PACKAGE[name]
+        raise ValueError(f"compression {name!r} needs the package {package!r}, which is not "
+                         f"installed: pip install 'fastser[{name}]'")
+    return name
+
+
+def compress(name: str, data: Any) -> bytes:
+    """`data` compressed with `name`, an installed compression (see check_compression)."""
+    if name == "zlib":
+        return zlib.compress(data)
+    module = compressor_module(name)
+    if module is None:
+        raise ValueError(f"compression {name!r} is not installed")
+    if name == "lz4":
+        result: bytes = module.compress(data, store_size=True)
+    else:
+        result = module.ZstdCompressor().compress(data)
+    return result
+
+
+def sample(view: memoryview) -> bytes:
+    """About 10 kB taken from five places spread over the frame."""
+    size = view.nbytes
+    step = size // SAMPLE_PIECES
+    return b"".join(bytes(view[i * step:i * step + SAMPLE_PIECE_BYTES])
+                    for i in range(SAMPLE_PIECES))
+
+
+def maybe_compress(frame: Frame, name: str) -> tuple[Optional[str], Frame]:
+    """(name, compressed bytes) when compressing `frame` saves at least 30 %; otherwise
+    (None, frame) unchanged. Frames under 10,000 bytes are not tried, and a sample decides
+    before the whole frame is compressed."""
+    view = byte_view(frame)
+    size = view.nbytes
+    if size < MIN_COMPRESS_BYTES or size > MAX_COMPRESS_BYTES:
+        return None, frame
+    if size > SAMPLE_PIECES * SAMPLE_PIECE_BYTES * 2:
+        probe = sample(view)
+        if len(compress(name, probe)) > KEEP_RATIO * len(probe):
+            return None, frame
+    compressed = compress(name, view)
+    if len(compressed) > KEEP_RATIO * size:
+        return None, frame
+    return name, compressed
+
+
+def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True,
+               limit: Optional[str] = None) -> Frame:
+    """The frame that `frame` was compressed from with compression `name`, at most
+    `max_bytes` long (a bytearray when `writeable`, else bytes or a bytearray); `limit`
+    says in errors where that bound comes from (default: Limits.max_frame_bytes).
+    Raises DeserializationError for an unknown or uninstalled compression, corrupt data,
+    or output beyond `max_bytes`."""
+    if type(name) is not str or name not in COMPRESSIONS:
+        raise DeserializationError(f"payload compressed with unknown compression {shown(name)}")
+    module = compressor_module(name)
+    if module is None:
+        raise DeserializationError(
+            f"payload compressed with {name!r}, whose package {EXTRA_PACKAGE[name]!r} is not "
+            f"installed here: pip install 'fastser[{name}]'")
+    view = byte_view(frame)
+    if limit is None:
+        limit = f"Limits.max_frame_bytes={max_bytes}"
+    try:
+        if name == "lz4":
+            return lz4_decompress(module, view, max_bytes, writeable, limit)
+        if name == "zstd":
+            return zstd_decompress(module, view, max_bytes, writeable, limit)
+        return zlib_decompress(view, max_bytes, limit)
+    except DeserializationError:
+        raise
+    except Exception as exc:
+        raise chained(DeserializationError(
+            f"corrupt {name} payload: {type(exc).__name__}: {exc}"), exc)
+
+
+def too_large(name: str, size: int, limit: str) -> DeserializationError:
+    return DeserializationError(
+        f"{name} payload decompresses to {size} bytes or more, exceeding {limit}")
+
+
+def lz4_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool,
+                   limit: str) -> Frame:
+    if view.nbytes < LZ4_SIZE_PREFIX:
+        raise DeserializationError("lz4 payload shorter than its size prefix")
+    size = int.from_bytes(view[:LZ4_SIZE_PREFIX], "little", signed=True)
+    if size < 0 or size > max_bytes:
+        raise too_large("lz4", size, limit)
+    result: Frame = module.decompress(view, return_bytearray=writeable)
+    return result
+
+
+def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool,
+                    limit: str) -> Frame:
+    size: int = module.frame_content_size(view)
+    if size < 0:
+        raise DeserializationError("zstd payload does not state its decompressed size")
+    if size > max_bytes:
+        raise too_large("zstd", size, limit)
+    if not writeable:
+        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size)
+        return data
+    # Straight into the buffer the payload will live in: no second copy for numpy.
+    out = bytearray(size)
+    reader = module.ZstdDecompressor().stream_reader(view)
+    filled = 0
+    target = memoryview(out)
+    while filled < size:
+        count: int = reader.readinto(target[filled:])
+        if count == 0:
+            raise DeserializationError(
+                f"zstd payload ends after {filled} of its {size} bytes")
+        filled += count
+    if reader.read(1):
+        raise DeserializationError(f"zstd payload holds more than its stated {size} bytes")
+    return out
+
+
+def zlib_decompress(view: memoryview, max_bytes: int, limit: str) -> bytearray:
+    inflater = zlib.decompressobj()
+    out = bytearray()
+    pending: Any = view
+    while True:
+        out += inflater.decompress(pending, INFLATE_STEP)
+        if len(out) > max_bytes:
+            raise too_large("zlib", len(out), limit)
+        pending = inflater.unconsumed_tail
+        if not pending or inflater.eof:  # after the end, the rest is trailing bytes
+            break
+    out += inflater.flush()
+    if len(out) > max_bytes:
+        raise too_large("zlib", len(out), limit)
+    if not inflater.eof:
+        raise DeserializationError("zlib payload is truncated")
+    if inflater.unused_data or inflater.unconsumed_tail:
+        raise DeserializationError("zlib payload is followed by trailing bytes")
+    return out
+
+
+def compression_names(compression: Any, count: int) -> list[Any]:
+    """A payload header's "compression" entry, checked: one name (or None) per frame."""
+    if type(compression) is not list or len(compression) != count:
+        raise DeserializationError(
+            f"a payload header's compression {shown(compression)} does not name one compression "
+            f"(or None) for each of its {count} frames")
+    names: list[Any] = compression
+    return names
+
+
+def decompress_frames(compression: Any, frames: list[Frame], max_bytes: int) -> list[Frame]:
+    """`frames` with each one that a header's "compression" list names decompressed (each
+    at most `max_bytes`, writeable); the others as they are."""
+    out: list[Frame] = []
+    for name, frame in zip(compression_names(compression, len(frames)), frames):
+        out.append(frame if name is None else decompress(name, frame, max_bytes))
+    return out
+
+
+def compress_payload(header: Header, payload: list[Frame], compression: str) -> list[Frame]:
+    """The payload with every frame that compresses well compressed; the header's
+    "compression" lists what each frame went through (only when one did)."""
+    names: list[Optional[str]] = []
+    frames: list[Frame] = []
+    for frame in payload:
+        name, frame = maybe_compress(frame, compression)
+        names.append(name)
+        frames.append(frame)
+    if any(name is not None for name in names):
+        header[HEADER_COMPRESSION] = names
+        return frames
+    return payload

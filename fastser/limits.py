@@ -1,0 +1,83 @@
+"""Bounds applied to every reader and Decoder before anything is allocated."""
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fastser.arguments import check_int
+from fastser.buffers import MEMORYVIEW, nbytes
+from fastser.errors import DeserializationError, chained
+
+# Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
+# million frames), small enough that a hostile 24-byte prelude cannot reserve more.
+# max_frames also bounds the one cost that input size does not: each received frame is a
+# memoryview object (under 256 bytes) while its length field is 8 bytes, so a stream of
+# empty frames costs ~25x its size, at most ~200 MiB at the default (tests/test_framing.py).
+DEFAULT_MAX_FRAMES: Final = 1_048_576
+DEFAULT_MAX_FRAME_BYTES: Final = 2**30
+DEFAULT_MAX_MESSAGE_BYTES: Final = 2**32
+DEFAULT_MAX_HEADER_BYTES: Final = 64 * 2**20
+# Deeper than any real message, far below what overflows the C stack anywhere.
+DEFAULT_MAX_DEPTH: Final = 256
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_frames: int = DEFAULT_MAX_FRAMES
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+    def __post_init__(self) -> None:
+        for name in ("max_frames", "max_frame_bytes", "max_message_bytes",
+                     "max_header_bytes", "max_depth"):
+            value = getattr(self, name)
+            check_int(value, f"Limits.{name}")
+            if value < 1:
+                raise ValueError(f"Limits.{name} must be a positive int, got {value!r}")
+
+    # mypyc: a compiled frozen dataclass cannot be pickled or copied without __reduce__
+    # (FrozenInstanceError from the default protocol; see shared/FACTS.md).
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Limits, (self.max_frames, self.max_frame_bytes, self.max_message_bytes,
+                         self.max_header_bytes, self.max_depth))
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+def check_frames(frames: list[Any], limits: Limits) -> int:
+    """Raise DeserializationError unless `frames` is a list of bytes-like frames within
+    `limits` (count, each frame, the header frame, the message): checked before decoding.
+    Returns the size of the header frame in bytes."""
+    # list[Any], not list[Frame]: compiled code would raise TypeError on a non-frame item
+    # before the check below could name it.
+    count = len(frames)
+    if count == 0:
+        raise DeserializationError("no frames: a message has at least its header frame")
+    if count > limits.max_frames:
+        raise DeserializationError(f"{count} frames exceed Limits.max_frames={limits.max_frames}")
+    total = 0
+    header_size = 0
+    for index, frame in enumerate(frames):
+        if type(frame) is not bytes and type(frame) is not bytearray and \
+                type(frame) is not MEMORYVIEW:
+            raise DeserializationError(
+                f"frame {index} is of type {type(frame).__qualname__}, not a bytes-like frame")
+        try:
+            size = nbytes(frame)
+        except ValueError as exc:  # the only frame that cannot say its size
+            raise chained(DeserializationError(f"frame {index} is a released memoryview"), exc)
+        if size > limits.max_frame_bytes:
+            raise DeserializationError(f"frame {index} of {size} bytes exceeds "
+                                       f"Limits.max_frame_bytes={limits.max_frame_bytes}")
+        if index == 0:
+            if size > limits.max_header_bytes:
+                raise DeserializationError(f"header frame of {size} bytes exceeds "
+                                           f"Limits.max_header_bytes={limits.max_header_bytes}")
+            header_size = size
+        total += size
+    if total > limits.max_message_bytes:
+        raise DeserializationError(f"message of {total} bytes exceeds "
+                                   f"Limits.max_message_bytes={limits.max_message_bytes}")
+    return header_size

@@ -1,0 +1,2 @@
+"""Messages on byte streams: blocking sockets (sock) and asyncio streams (aio), each the
+codec plus frames/stream's prelude. The public faces are fastser.sock and fastser.aio."""
