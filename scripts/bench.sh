@@ -7,6 +7,9 @@
 #   bash scripts/bench.sh capture [ARGS]   records a cluster's traffic (benchmarks/traffic/
 #                                          capture.py --scale S) and remakes the corpus from it
 #   bash scripts/bench.sh cluster [ARGS]   benchmarks/cluster.py: whole workloads, tcp:// vs fastser://
+#   bash scripts/bench.sh forms LABEL=REV ... [-- ARGS]
+#                                          benchmarks/forms.py: compiled builds of git revisions
+#                                          side by side (what a wire special form gains)
 # Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +17,7 @@ envs="$repo/.envs"
 python=${PYTHON:-python3}
 mkdir -p "$envs"
 what=suite
-case "${1:-}" in traffic|capture|cluster) what=$1; shift ;; esac
+case "${1:-}" in traffic|capture|cluster|forms) what=$1; shift ;; esac
 
 build() {  # build NAME FASTSER_PURE (one after the other: both build in the same tree)
     if [ "${REUSE_ENVS:-0}" = 1 ] && [ -x "$envs/$1/bin/python" ]; then return; fi
@@ -41,4 +44,22 @@ case $what in
         "$python" "$repo/benchmarks/traffic/synthesize.py" "$records" ;;
     cluster)
         "$compiled" -P "$repo/benchmarks/cluster.py" "$@" ;;
+    forms)
+        # Each revision's compiled build goes into a folder of its own, built with the bench
+        # env's mypy and setuptools (no build isolation: the pinned mypy is there already), one at a
+        # time.
+        "$compiled" -m pip install --quiet --disable-pip-version-check "setuptools>=70"
+        builds=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do
+            label=${1%%=*} rev=${1#*=}; shift
+            src=$(mktemp -d) dest="$envs/forms/$label"
+            git -C "$repo" archive "$rev" | tar -x -C "$src"
+            rm -rf "$dest"
+            FASTSER_PURE=0 "$compiled" -m pip install --quiet --disable-pip-version-check \
+                --no-cache-dir --no-deps --no-build-isolation --target "$dest" "$src"
+            rm -rf "$src"
+            builds+=(--build "$label=$dest")
+        done
+        [ "${1:-}" != -- ] || shift
+        "$python" "$repo/benchmarks/forms.py" --python "$compiled" "${builds[@]}" "$@" ;;
 esac
