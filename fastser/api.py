@@ -323,8 +323,9 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
 
     Raises
     ------
-    FrameError unless buf holds exactly one complete message within limits; counts and
-    lengths are checked before anything is allocated.
+    FrameError unless buf holds exactly one complete message within limits, of at most
+    1,024 frames plus one per 64 bytes of it (so that the views cost a few times its
+    bytes); counts and lengths are checked before anything is allocated.
     """
     return _framing.unpack_frames(buf, limits=limits)
 
@@ -374,8 +375,10 @@ CLASS_DOCS: dict[type, str] = {
     message lie in one buffer that it owns, end to end but for a gap of under 16 bytes
     before each frame of 64 KiB or more that aligns it. The buffer grows with the bytes that
     arrive, never ahead of them, so a prelude announcing gigabytes costs nothing until they
-    come. .pending is True inside an incomplete message. Limits are checked before use;
-    after feed has raised FrameError once, every later feed raises FrameError too.""",
+    come. .pending is True inside an incomplete message. Limits are checked before use, and
+    a message of more than 1,024 frames plus one per 64 bytes of it is refused (each frame
+    costs a view of ~190 bytes); after feed has raised FrameError once, every later feed
+    raises FrameError too.""",
 }
 
 

@@ -9,9 +9,9 @@ from fastser.errors import DeserializationError, chained
 
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
 # million frames), small enough that a hostile 24-byte prelude cannot reserve more.
-# max_frames also bounds the one cost that input size does not: each received frame is a
-# memoryview object (under 256 bytes) while its length field is 8 bytes, so a stream of
-# empty frames costs ~25x its size, at most ~200 MiB at the default (tests/test_framing.py).
+# Each received frame is a memoryview object (~190 bytes) while its length field is 8 bytes:
+# the readers bound that cost by the bytes given, refusing a message whose frames are too
+# small on average to pay for their views (frames.stream.check_views), not by max_frames.
 DEFAULT_MAX_FRAMES: Final = 1_048_576
 DEFAULT_MAX_FRAME_BYTES: Final = 2**30
 DEFAULT_MAX_MESSAGE_BYTES: Final = 2**32

@@ -85,6 +85,9 @@ HOSTILE = [
     (struct.pack("<Q", 2**60), "max_frames=1048576"),
     (struct.pack("<QQ", 1, 2**62), "frame 0 of 1 .*max_frame_bytes=1073741824"),
     (struct.pack("<6Q", 5, *[2**30] * 5), "max_message_bytes=4294967296"),
+    # Frames too small to pay for their views (frames.stream.check_views).
+    (struct.pack("<Q", 2000) + bytes(8 * 2000), "2000 frames in a message of 16008 bytes, "
+     "more than the 1274 it may hold"),
 ]
 
 

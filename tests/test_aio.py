@@ -300,7 +300,8 @@ async def peak_allocation_of_read(pair: Loopback, decoder: Decoder, error: str) 
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("prelude, error", HOSTILE, ids=["count", "length", "total"])
+@pytest.mark.parametrize("prelude, error", HOSTILE,
+                         ids=["count", "length", "total", "views"])
 def test_hostile_preludes_are_refused_without_allocating(prelude: bytes, error: str) -> None:
     async def scenario() -> int:
         async with loopback() as pair:

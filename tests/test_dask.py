@@ -213,6 +213,7 @@ def hostile(address: str, data: bytes) -> bytes:
     (b"GET / HTTP/1.1\r\nHost: scheduler\r\n\r\n", "does not speak fastser"),
     (MAGIC + struct.pack("<2Q", 1, 2**62), "Limits.max_frame_bytes"),
     (MAGIC + struct.pack("<Q", 2**62), "Limits.max_frames"),
+    (MAGIC + struct.pack("<Q", 2000) + bytes(8 * 2000), "more than the 1274 it may hold"),
 ])
 def test_hostile_peer_is_refused_before_allocation(client: Client, data: bytes,
                                                    reason: str) -> None:

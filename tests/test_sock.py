@@ -218,7 +218,8 @@ def test_timeout_propagates() -> None:
             recv_msg(server)
 
 
-@pytest.mark.parametrize("prelude, error", HOSTILE, ids=["count", "length", "total"])
+@pytest.mark.parametrize("prelude, error", HOSTILE,
+                         ids=["count", "length", "total", "views"])
 def test_hostile_preludes_are_refused_without_allocating(prelude: bytes, error: str) -> None:
     with loopback() as (client, server):
         client.sendall(prelude + b"\x00" * 64)

@@ -21,6 +21,20 @@ COUNT: Final = struct.Struct("<Q")
 # before writing them (a cheap copy that saves a send call or an iovec per frame, and a
 # small TCP segment each). Larger frames are never copied.
 COALESCE_BYTES: Final = 64 * 2**10
+# A reader hands out a memoryview per frame (192 bytes with its list slot, CPython 3.11),
+# while a frame may cost its sender no more than its 8-byte length: unchecked, a message of
+# empty or one-byte frames would cost its reader ~25x its bytes (200 MiB for an 8 MiB prelude
+# at the default Limits.max_frames). So a message may hold FREE_FRAMES frames, plus one per
+# BYTES_PER_FRAME bytes of it (prelude included), and its views cost at most 192 / 64 = 3x
+# its bytes plus ~192 KiB (the bound in docs/api.md). Refusing is the one remedy that works
+# for frames of a byte or more, each of which needs a view of its own. Also weighed: one view
+# shared by a message's empty frames would help them alone, and a receiver that releases
+# one frame (a family's loads freeing its buffer) would release all of them; copies (a
+# bytearray is 57 bytes or more) are not proportional either, and not memoryviews.
+# fastser's own messages never come near the bound: payload frames under 64 KiB travel in
+# the header; only a frame_split_size under ~64 bytes or a hand-made stream reaches it.
+FREE_FRAMES: Final = 1024
+BYTES_PER_FRAME: Final = 64
 # What a reader writes between frames to start each at a multiple of FRAME_ALIGNMENT:
 # ALIGNMENT_GAPS[n] is a gap of n bytes (made once, not per frame).
 ALIGNMENT_GAPS: Final = tuple(bytes(size) for size in range(FRAME_ALIGNMENT))
@@ -85,7 +99,8 @@ def check_count(count: int, limits: Limits) -> int:
 
 def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
     """The total of frame `lengths` read from a prelude, if every one is within
-    `limits.max_frame_bytes` and the total within `limits.max_message_bytes`; else FrameError."""
+    `limits.max_frame_bytes`, the total within `limits.max_message_bytes` and the message
+    large enough to pay for its frames' views (check_views); else FrameError."""
     # max() and sum() run in C; the offending index is looked for only when failing.
     if lengths and max(lengths) > limits.max_frame_bytes:
         index, length = next((index, length) for index, length in enumerate(lengths)
@@ -96,7 +111,23 @@ def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
     if total > limits.max_message_bytes:
         raise FrameError(f"prelude: {len(lengths)} frames total {total} bytes, exceeding "
                          f"Limits.max_message_bytes={limits.max_message_bytes}")
+    check_views(len(lengths), total)
     return total
+
+
+def check_views(count: int, total: int) -> None:
+    """FrameError unless a message of `count` frames holding `total` bytes has at most
+    FREE_FRAMES frames, plus one per BYTES_PER_FRAME bytes of the message, prelude included:
+    what bounds the views a reader makes by the bytes it is given."""
+    if count <= FREE_FRAMES:
+        return
+    size = WORD * (count + 1) + total
+    allowed = FREE_FRAMES + size // BYTES_PER_FRAME
+    if count > allowed:
+        raise FrameError(f"prelude: {count} frames in a message of {size} bytes, more than "
+                         f"the {allowed} it may hold ({FREE_FRAMES}, plus one per "
+                         f"{BYTES_PER_FRAME} bytes): each frame costs its reader a view of "
+                         f"~190 bytes")
 
 
 def frame_holding(lengths: Sequence[int], offset: int) -> str:
@@ -272,7 +303,8 @@ class FrameReader:
         Returns: the frames of every message these bytes complete, oldest first; each frame
         a writeable 1-d memoryview of format "B" into a buffer owned by that message (a
         frame of 64 KiB or more starting at a multiple of 16 bytes in it).
-        Raises: FrameError on a prelude beyond the reader's Limits, or if it raised before.
+        Raises: FrameError on a prelude beyond the reader's Limits or with more frames than
+        its message's bytes pay views for (check_views), or if it raised before.
         """
         view = byte_view(data)
         if self.error is not None:
