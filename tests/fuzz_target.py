@@ -1,6 +1,6 @@
 """The fuzz target: one input of untrusted bytes into every reader that meets a peer's bytes.
 
-Shared by the coverage-guided fuzzer (tests/fuzz/atheris_main.py, `bash scripts/fuzz.sh`) and
+Shared by the coverage-guided fuzzer (tests/fuzz_main.py, `bash scripts/fuzz.sh`) and
 by tests/test_fuzz_corpus.py, which replays the committed corpus against both builds. The
 first byte of an input picks the chunk size for FrameReader; the rest is read three ways: as a
 pack_frames stream (whole with unpack_frames, in chunks with FrameReader), and as one header
