@@ -174,14 +174,16 @@ MIN_INT64: Final = -(2**63)
 MAX_UINT64: Final = 2**64 - 1
 
 
-def plain_at(msg: object, kind: int, path: list[int]) -> bool:
+def plain_at(msg: object, kind: int, path: list[int],
+             entries: dict[int, list[tuple[Any, Any]]]) -> bool:
     """Whether the hit of `kind` at `path` came from what fastser's format writes so:
     a `bytes` under 64 KiB for a bin; for an ext, a set's or frozenset's mark, an int beyond
     64 bits, or anything inside what the hook made of an object (a record, as the walk
     would make it). Follows the path through dicts (a map's n-th entry), lists and tuples
     (whose array has the lead first). False sends the message to the walk: a bytearray,
     memoryview, ExtType or Timestamp; also, conservatively, an ext inside a dict key or a
-    set item (the walk makes records there hashable) and any path it cannot follow."""
+    set item (the walk makes records there hashable) and any path it cannot follow.
+    `entries`: each dict's items met so far, by id (a dict of many hits is listed once)."""
     obj = msg
     in_key = False
     last = len(path) - 1
@@ -190,20 +192,16 @@ def plain_at(msg: object, kind: int, path: list[int]) -> bool:
         t = type(obj)
         if t is dict:
             entry = index >> 1
-            count = 0
-            found = False
-            for key, value in cast(dict[Any, Any], obj).items():
-                if count == entry:
-                    if index & 1:
-                        obj = value
-                    else:
-                        obj = key
-                        in_key = True
-                    found = True
-                    break
-                count += 1
-            if not found:
+            listed = entries.get(id(obj))
+            if listed is None:
+                listed = entries[id(obj)] = list(cast(dict[Any, Any], obj).items())
+            if entry >= len(listed):
                 return False
+            if index & 1:
+                obj = listed[entry][1]
+            else:
+                obj = listed[entry][0]
+                in_key = True
         elif t is list:
             items = cast(list[Any], obj)
             if index >= len(items):
@@ -235,8 +233,9 @@ def plain_at(msg: object, kind: int, path: list[int]) -> bool:
 
 
 def all_plain(msg: object, found: Scan) -> bool:
+    entries: dict[int, list[tuple[Any, Any]]] = {}
     for kind, code, path in found.hits:
-        if not plain_at(msg, kind, path):
+        if not plain_at(msg, kind, path, entries):
             return False
     return True
 
