@@ -297,10 +297,12 @@ def measure(fns: dict[str, Fn], rounds: int) -> dict[str, list[float]]:
         fn()
     numbers = {label: max(1, int(0.04 / max(timed(fn, 1), 1e-7))) for label, fn in fns.items()}
     times: dict[str, list[float]] = {label: [] for label in fns}
-    for _ in range(rounds):
+    labels = list(fns)
+    for r in range(rounds):
         gc.collect()
-        for label, fn in fns.items():
-            times[label].append(timed(fn, numbers[label]))
+        # rotated each round: no contestant always runs first after the collection
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            times[label].append(timed(fns[label], numbers[label]))
     return times
 
 
