@@ -53,7 +53,6 @@ COMPILED_MODULES = [
     "fastser/codec/packing.py",
     "fastser/codec/marks.py",
     "fastser/codec/tuple_leads.py",
-    "fastser/codec/large_maps.py",
     "fastser/codec/array_records.py",
     "fastser/codec/paths.py",
     "fastser/codec/extract.py",

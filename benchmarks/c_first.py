@@ -16,8 +16,8 @@ writes silently what fastser's format writes otherwise: bytearray and memoryview
 ExtType and Timestamp (as ext), bytes-likes of 64 KiB or more (copied, as bin), a list led
 by -32 (read back as a tuple), nesting deeper than max_depth. The check proves none is
 there, or the message goes to fastser's walk (its `Encoder.dumps`), so the output is what
-fastser's decoder reads with fastser's guarantees. One difference stays: a dict of 32 or
-more entries is a msgpack map (fastser's walk writes the map array; its decoder reads both).
+fastser's decoder reads with fastser's guarantees (written before wire format 1.0 dropped
+the map array: a dict of 32 or more entries is a msgpack map here, as it now is in fastser).
 
 Workloads: W1 (one control message, `suite_workloads.control_message`), W2 (a list of 1,000
 of them), and every message kind of the traffic corpus (built as

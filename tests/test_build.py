@@ -23,7 +23,7 @@ COMPILED_MODULES = [
     "families.registry", "families.dispatch", "families.numpy", "families.pickle",
     "families.serialize",
     "codec.wire", "codec.packing", "codec.marks", "codec.tuple_leads",
-    "codec.large_maps", "codec.array_records", "codec.paths", "codec.extract", "codec.depth",
+    "codec.array_records", "codec.paths", "codec.extract", "codec.depth",
     "codec.header", "codec.payload_frames", "codec.encoder", "codec.decoder", "codec.defaults",
     "transport.sock", "transport.aio"]
 

@@ -143,6 +143,17 @@ def test_redump_of_kept_payloads_is_byte_identical() -> None:
         assert [bytes(f) for f in again] == [bytes(f) for f in frames]
 
 
+def test_a_large_dict_keeps_key_types_and_order_and_is_forwarded_byte_for_byte() -> None:
+    large: dict[Any, Any] = {("x", i): Serialize(i) if i % 5 == 0 else i for i in range(40)}
+    large[frozenset({1})] = "frozenset"
+    large[7] = b"int key"
+    frames = fastser.dumps({"m": large})
+    got = fastser.loads(frames)["m"]
+    assert list(got) == list(large) and got[("x", 5)] == 5 and got[7] == b"int key"
+    kept = fastser.loads(frames, deserialize=False)
+    assert fastser.dumps(kept) == frames
+
+
 def test_deserializers_refuse_pickle_but_forward() -> None:
     msg = {"p": ToPickle(Color.RED), "o": Color.RED, "b": b"ok"}
     frames = fastser.dumps(msg)

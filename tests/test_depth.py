@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import fastser
 from fastser import DeserializationError
 from fastser.codec.depth import header_nests_deeper
-from fastser.codec.wire import (EXT_MAP_MARK, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED_MARK,
+from fastser.codec.wire import (EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                                 TUPLE_LEAD, WIRE_VERSION)
 
 VERSION = bytes([WIRE_VERSION])
@@ -139,8 +139,10 @@ def test_a_payload_opened_as_a_dict_key_is_walked() -> None:
     deep: Any = 1
     for _ in range(10):
         deep = (deep,)
-    pickled = msgpack.ExtType(EXT_PICKLE_SERIALIZED, pickle.dumps(deep))  # a pickle record
-    for key_holder in ({pickled: 1}, [msgpack.ExtType(EXT_MAP_MARK, b""), pickled, 1]):
+    # A pickle record where an array cannot be hashed: a dict key, a set item.
+    pickled = msgpack.ExtType(EXT_SERIALIZED, msgpack.packb(
+        [{"serializer": "pickle"}, [pickle.dumps(deep)]]))
+    for key_holder in ({pickled: 1}, [msgpack.ExtType(EXT_SET_MARK, b""), pickled]):
         frames = [VERSION + msgpack.packb(key_holder)]
         assert depth_of(fastser.loads(frames)) == 11
         with pytest.raises(DeserializationError, match="max_depth=4"):

@@ -3,10 +3,11 @@
 from typing import Any
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastser
 from fastser import Pickled, Serialize, ToPickle
-from strategies import examples, messages
+from strategies import examples, large_maps, messages
 
 
 def unwrap(value: Any) -> Any:
@@ -62,3 +63,14 @@ def test_safe_decoder_never_unpickles(msg: Any) -> None:
                         deserializers=fastser.SAFE_DESERIALIZERS)
     check(out)
     assert not isinstance(out, Pickled) or out.header["serializer"] == "pickle"
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(large_maps, min_size=1, max_size=2), messages)
+def test_large_maps_round_trip_with_their_types(maps: list[Any], msg: Any) -> None:
+    # Dicts of 32 entries or more, alone and nested: plain msgpack maps like the others.
+    sent = [*maps, msg, {"nested": maps[0]}]
+    frames = fastser.dumps(sent)
+    assert typed(fastser.loads(frames)) == typed(unwrap(sent))
+    kept = fastser.loads(frames, deserialize=False, deserializers=fastser.SAFE_DESERIALIZERS)
+    assert typed(fastser.loads(fastser.dumps(kept))) == typed(unwrap(sent))

@@ -14,7 +14,7 @@ import fastser
 from fastser import DeserializationError, Serialize, Serialized, ToPickle
 from fastser.codec.tuple_leads import escaped_header
 from fastser.codec.wire import (EXT_BIGINT, EXT_LIST_MARK, EXT_PICKLED_MARK,
-                                EXT_PICKLE_SERIALIZED, EXT_SET_MARK, TUPLE_LEAD, WIRE_VERSION)
+                                EXT_SERIALIZED, EXT_SET_MARK, TUPLE_LEAD, WIRE_VERSION)
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -85,7 +85,7 @@ def test_record_headers_keep_lists_led_by_the_int_and_forward_byte_for_byte() ->
 
 
 @pytest.mark.parametrize("value", [
-    [msgpack.ExtType(EXT_BIGINT, b"\xe0"), 1], msgpack.ExtType(EXT_PICKLE_SERIALIZED, b"x"),
+    [msgpack.ExtType(EXT_BIGINT, b"\xe0"), 1], msgpack.ExtType(EXT_SERIALIZED, b"x"),
     {"k": [1, msgpack.ExtType(EXT_SET_MARK, b"")]}, (msgpack.ExtType(EXT_PICKLED_MARK, b""),),
     {msgpack.ExtType(EXT_BIGINT, b""): 1}, {(1, msgpack.ExtType(EXT_BIGINT, b"")): 1}],
     ids=["leading_bigint", "pickle", "nested_mark", "in_tuple", "key", "in_key"])

@@ -3,7 +3,7 @@
 Strategy: placeholders are resolved inside msgpack's hooks as the header is decoded, so there
 is no second walk over the result: ext_hook rebuilds payloads and turns a mark into a
 sentinel (codec.marks), and list_hook (DecodeState.__call__) turns an array led by a sentinel into
-its list, set or frozenset, record, dict (a large map) or numpy array (a short record, built
+its list, set or frozenset, record or numpy array (a short record, built
 without its header where fastser's own numpy entry would read it), and one led by the int
 TUPLE_LEAD into a tuple.
 Every index, count and length read from the wire is checked before it is used; Limits are
@@ -13,21 +13,18 @@ checked before decoding starts; a sentinel anywhere but first in an array is ref
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, cast
 
-import msgpack
 
 from fastser.arguments import check_bool, check_optional
 from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
 from fastser.codec.depth import deeper_than, header_nests_deeper, is_container
 from fastser.codec.header import frame_list_of, header_body
-from fastser.codec.large_maps import dict_of_pairs
-from fastser.codec.marks import (ARRAY_MARK, LIST_MARK, MAP_MARK, MARKS, Mark, PICKLED_MARK,
+from fastser.codec.marks import (ARRAY_MARK, LIST_MARK, MARKS, Mark, PICKLED_MARK,
                                  SERIALIZED_MARK, SET_MARK, unpack, unpack_plain, unpack_ref)
 from fastser.codec.payload_frames import PayloadFrames, where
 from fastser.codec.wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, EXT_BIGINT,
                                 EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                                EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                                EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED,
+                                EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
                                 TUPLE_LEAD)
 from fastser.errors import DeserializationError, FastserError, chained, located, shown
 from fastser.families.serialize import check_families, deserialize_within
@@ -74,8 +71,8 @@ class Decoder:
                 exc)
         if state.marks:
             raise DeserializationError(
-                "a mark stands elsewhere than first in an array (of a set, record, large "
-                "map or numpy array)")
+                "a mark stands elsewhere than first in an array (of a set, record or numpy "
+                "array)")
         if len(frame_list) > 1:
             state.payload().check_all_named()
         max_depth = self.limits.max_depth
@@ -197,8 +194,6 @@ class DecodeState:
                 return self.open_pickled(header, frames)
             except DeserializationError as exc:
                 raise located(exc, f"the payload {where(items[2])}")
-        if first is MAP_MARK:
-            return dict_of_pairs(items, 1)
         if first is ARRAY_MARK:
             check_short_record(items)
             frame = self.payload().frame_at(items[3])
@@ -236,8 +231,6 @@ class DecodeState:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
             self.marks += 1
             return mark
-        if code == EXT_PICKLE_SERIALIZED or code == EXT_PICKLE_PICKLED:
-            return self.pickle_record(code, data)
         if code == EXT_SERIALIZED or code == EXT_PICKLED:
             header, frames = self.record(data)
             if code == EXT_SERIALIZED:
@@ -258,18 +251,6 @@ class DecodeState:
         if code == EXT_MEMORYVIEW_FRAME:
             return byte_view(self.payload().raw_frame(unpack_ref(data), True))
         raise DeserializationError(f"unknown extension type code {code} in the header frame")
-
-    def pickle_record(self, code: int, data: bytes) -> Any:
-        """A record of one inline pickle: as [mark, {"serializer": "pickle"},
-        [data]], with a header of its own (a Serialized or Pickled may be changed by its
-        receiver)."""
-        header: Header = {HEADER_SERIALIZER: PICKLE_FAMILY}
-        try:
-            if code == EXT_PICKLE_SERIALIZED:
-                return self.open_serialized(header, [data])
-            return self.open_pickled(header, [data])
-        except DeserializationError as exc:
-            raise located(exc, "the payload inline in the header")
 
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
         """A record in a dict key or set item: an extension type holding msgpack [header,

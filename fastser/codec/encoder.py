@@ -8,8 +8,8 @@ never copied. Tuples become arrays led by the int TUPLE_LEAD; sets, frozensets a
 led by that int, arrays led by an empty extension type that marks them; big ints, small
 bytearrays and memoryviews extension types; bytes-likes of OUT_OF_BAND_BYTES or more leave
 as frames of their own (never copied); wrappers and other objects become serialized records
-in the same pass; a dict of many entries becomes an array led by a map mark. The path of an object that
-fails is searched for only after the failure, so the walk carries none.
+in the same pass. The path of an object that fails is searched for only after the failure,
+so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,15 +18,13 @@ from typing import Any, Final, Optional, cast
 from fastser.arguments import check_int
 from fastser.buffers import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.codec.array_records import short_record
-from fastser.codec.large_maps import MIN_MAP_ARRAY, map_array
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
-                                   SERIALIZED_MARK, ext, plain_str)
+                                   SERIALIZED_MARK, ext)
 from fastser.codec.paths import find_path
 from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                                EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED,
-                                EXT_PICKLE_PICKLED, EXT_PICKLE_SERIALIZED, EXT_SERIALIZED,
+                                EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
                                 WIRE_VERSION)
 from fastser.errors import SerializationError, UnencodableError, chained
 from fastser.families.dispatch import memoryview_frame
@@ -35,7 +33,7 @@ from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnErr
                                         serialize_with)
 from fastser.frames.compression import check_compression, compress_payload, maybe_compress
 from fastser.frames.split import add_frame, frame_refs
-from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
+from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
 from fastser.limits import DEFAULT_MAX_DEPTH
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -176,9 +174,7 @@ class Encoder:
                     out[old_key] = old_value
                     unchanged -= 1
             out[new_key] = new_value
-        if out is None:
-            return map_array(obj) if len(obj) >= MIN_MAP_ARRAY else obj
-        return map_array(out) if len(out) >= MIN_MAP_ARRAY else out
+        return obj if out is None else out
 
     def encode_list(self, obj: list[Any], depth: int, state: EncodeState) -> object:
         # A list that may read back led by TUPLE_LEAD is led by LIST_MARK.
@@ -245,16 +241,9 @@ class Encoder:
 
     def record(self, code: int, header: Header, payload: list[Frame], state: EncodeState,
                obj: object) -> object:
-        """A serialized or pickled record, inline in the message: [mark, header, refs]; or,
-        for one small pickle and nothing else, the pickle as one extension type; for a numpy
-        array with the dispatch family's header, the short record."""
-        # plain_str: a str subclass is compared, as it is written, by its value.
-        if len(payload) == 1 and plain_str(header.get(HEADER_SERIALIZER)) == PICKLE_FAMILY:
-            data = payload[0]
-            if len(header) == 1 and type(data) is bytes and len(data) < OUT_OF_BAND_BYTES:
-                return ext(EXT_PICKLE_SERIALIZED if code == EXT_SERIALIZED
-                           else EXT_PICKLE_PICKLED, data)
-        elif code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
+        """A serialized or pickled record, inline in the message: [mark, header, refs]; for
+        a numpy array with the dispatch family's header, the short record."""
+        if code == EXT_SERIALIZED and len(payload) == 1 and not state.hashable:
             short = short_record(header)  # a numpy array's
             if short is not None:
                 state.records.append((header, obj))  # names it if msgpack refuses its dtype

@@ -5,7 +5,7 @@ from typing import Any, Final
 
 import msgpack
 
-from fastser.codec.wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_LIST_MARK, EXT_MAP_MARK,
+from fastser.codec.wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_LIST_MARK,
                                 EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK)
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
@@ -26,12 +26,11 @@ SET_MARK: Final = Mark()
 FROZENSET_MARK: Final = Mark()
 SERIALIZED_MARK: Final = Mark()
 PICKLED_MARK: Final = Mark()
-MAP_MARK: Final = Mark()
 ARRAY_MARK: Final = Mark()
 LIST_MARK: Final = Mark()
 MARKS: Final = {EXT_SET_MARK: SET_MARK, EXT_FROZENSET_MARK: FROZENSET_MARK,
                 EXT_SERIALIZED_MARK: SERIALIZED_MARK, EXT_PICKLED_MARK: PICKLED_MARK,
-                EXT_MAP_MARK: MAP_MARK, EXT_ARRAY_MARK: ARRAY_MARK, EXT_LIST_MARK: LIST_MARK}
+                EXT_ARRAY_MARK: ARRAY_MARK, EXT_LIST_MARK: LIST_MARK}
 
 
 def unpack_ref(data: bytes) -> Any:

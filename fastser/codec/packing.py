@@ -13,7 +13,7 @@ import msgpack
 
 from fastser.buffers import MEMORYVIEW
 from fastser.codec.wire import (EXT_ARRAY_MARK, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
-                                EXT_FROZENSET_MARK, EXT_LIST_MARK, EXT_MAP_MARK,
+                                EXT_FROZENSET_MARK, EXT_LIST_MARK,
                                 EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK,
                                 EXT_SET_MARK, TUPLE_LEAD)
 
@@ -35,7 +35,6 @@ SET_MARK: Final = ext(EXT_SET_MARK, b"")
 FROZENSET_MARK: Final = ext(EXT_FROZENSET_MARK, b"")
 SERIALIZED_MARK: Final = ext(EXT_SERIALIZED_MARK, b"")
 PICKLED_MARK: Final = ext(EXT_PICKLED_MARK, b"")
-MAP_MARK: Final = ext(EXT_MAP_MARK, b"")
 ARRAY_MARK: Final = ext(EXT_ARRAY_MARK, b"")
 # msgpack's encoding of 0..127 (positive fixint: the byte itself), for frame refs.
 FIXINTS: Final = [bytes([i]) for i in range(128)]

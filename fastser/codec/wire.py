@@ -30,18 +30,11 @@ EXT_FROZENSET_MARK: Final = 10
 EXT_LIST_MARK: Final = 11  # a list whose first item may read back as TUPLE_LEAD
 EXT_SERIALIZED_MARK: Final = 12  # [mark, header, [frame ref, ...]]
 EXT_PICKLED_MARK: Final = 13  # likewise
-# A dict of many entries: [mark, key, value, key, value, ...] (msgpack interns every str
-# map key it decodes, array items it does not).
-EXT_MAP_MARK: Final = 14
 # [mark, dtype, flags, frame ref, *shape] stands for the serialized record of a numpy array
 # with the header {"dtype", "shape", "order", "writeable", "type": "numpy.ndarray",
 # "serializer": "dispatch"} (see codec.array_records): one str to decode where that header's map
 # has ten.
-EXT_ARRAY_MARK: Final = 15
-# A record whose header is exactly {"serializer": "pickle"} and whose one frame is inline
-# (under OUT_OF_BAND_BYTES, uncompressed): its data is the pickle.
-EXT_PICKLE_SERIALIZED: Final = 16  # as [EXT_SERIALIZED_MARK, {"serializer": "pickle"}, [data]]
-EXT_PICKLE_PICKLED: Final = 17  # as [EXT_PICKLED_MARK, {"serializer": "pickle"}, [data]]
+EXT_ARRAY_MARK: Final = 14
 # An array led by this int is a tuple of the remaining items: negative fixint's last
 # value, one byte, rare at the head of a list (which is then led by EXT_LIST_MARK).
 TUPLE_LEAD: Final = -32

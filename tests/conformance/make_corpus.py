@@ -45,7 +45,7 @@ HAND_BUILT: dict[str, list[str]] = {
     "refuse_mark_with_data": ["01 91 d4 09 00"],
     # ext codes outside the format
     "refuse_ext_0": ["01 d4 00 00"],
-    "refuse_ext_18": ["01 d4 12 00"],
+    "refuse_ext_15": ["01 d4 0f 00"],
     "refuse_ext_minus_2": ["01 d4 fe 00"],
     "refuse_ext_minus_1_timestamp": ["01 d6 ff 00000001"],  # 1970-01-01T00:00:01Z
     # frame refs: ext 4 (a bytes frame) holding msgpack of the ref
@@ -57,19 +57,16 @@ HAND_BUILT: dict[str, list[str]] = {
     "refuse_split_ref_past_end": ["01 c7 03 04 92 01 03", "78", "79"],
     "refuse_split_ref_zero_count": ["01 c7 03 04 92 01 00", "78"],
     "refuse_ref_str": ["01 c7 02 04 a1 78"],
-    # short numpy records: [15, dtype, flags, ref, *shape], "<i2" is a3 3c6932
-    "refuse_short_record_bad_flags": ["01 95 c7 00 0f a3 3c6932 04 c4 02 0000 01"],
-    "refuse_short_record_dtype_not_str": ["01 95 c7 00 0f 01 02 c4 02 0000 01"],
-    "refuse_short_record_negative_dim": ["01 95 c7 00 0f a3 3c6932 02 c4 02 0000 ff"],
-    "refuse_short_record_65_dims": ["01 dc 0045 c7 00 0f a3 3c6932 02 c4 02 0000" + " 01" * 65],
-    "refuse_short_record_no_ref": ["01 93 c7 00 0f a3 3c6932 02"],
+    # short numpy records: [14, dtype, flags, ref, *shape], "<i2" is a3 3c6932
+    "refuse_short_record_bad_flags": ["01 95 c7 00 0e a3 3c6932 04 c4 02 0000 01"],
+    "refuse_short_record_dtype_not_str": ["01 95 c7 00 0e 01 02 c4 02 0000 01"],
+    "refuse_short_record_negative_dim": ["01 95 c7 00 0e a3 3c6932 02 c4 02 0000 ff"],
+    "refuse_short_record_65_dims": ["01 dc 0045 c7 00 0e a3 3c6932 02 c4 02 0000" + " 01" * 65],
+    "refuse_short_record_no_ref": ["01 93 c7 00 0e a3 3c6932 02"],
     # records: [12 or 13, header, refs], ext 7 [header, refs]
     "refuse_record_two_items": ["01 92 c7 00 0c 80"],
     "refuse_record_header_not_map": ["01 93 c7 00 0d 90 90"],
     "refuse_ext_record_not_pair": ["01 81 c7 01 07 c0 01"],  # {ext 7 holding nil: 1}
-    # map arrays: [14, key, value, ...]
-    "refuse_map_array_odd": ["01 92 c7 00 0e 01"],
-    "refuse_map_array_list_key": ["01 93 c7 00 0e 91 01 02"],
     # compressed frame refs: ext 4 holding [1, name]
     "refuse_unknown_compression": ["01 c7 09 04 92 01 a6 736e61707079", "78"],  # "snappy"
     "refuse_corrupt_zlib": ["01 c7 07 04 92 01 a4 7a6c6962", "78787878"],
