@@ -2,7 +2,7 @@
 wire special form gains, measured as (dumps + loads) time of each build against the first.
 
     python benchmarks/forms.py --python PY --build with=DIR1 --build without=DIR2 [--rounds N]
-                               [--only KIND1,W2]
+                               [--only KIND1,W2]   (W4 runs only when named)
 
 PY has the bench extra installed; each DIR holds one fastser build installed there with
 `pip install --no-deps --target DIR` (`bash scripts/bench.sh forms REV1 REV2 ...` builds one
@@ -122,7 +122,8 @@ def main() -> int:
     with open(CORPUS) as f:  # the kinds, as bench_workloads.py reads them in the workers
         shares = {entry["kind"]: entry["message_share"] for entry in json.load(f)["kinds"]}
     results: dict[str, dict[str, list[float]]] = {}
-    for module, names in ((TRAFFIC, list(shares)), (SYNTHETIC, SYNTHETIC_KINDS)):
+    synthetic = SYNTHETIC_KINDS + ["W4"] * ("W4" in only)  # W4 (update-graph) when named
+    for module, names in ((TRAFFIC, list(shares)), (SYNTHETIC, synthetic)):
         chosen = [name for name in names if not only or name in only]
         if not chosen:
             continue
