@@ -16,6 +16,7 @@ cluster sent them.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 from typing import Any, Optional
@@ -118,7 +119,8 @@ def main() -> int:
     parser.add_argument("--only", default="")
     args = parser.parse_args()
     builds = dict(spec.split("=", 1) for spec in args.build)
-    only = set(filter(None, args.only.split(",")))
+    # Commas inside a kind's braces (reply{data,status}) do not separate names.
+    only = set(filter(None, re.split(r",(?![^{]*\})", args.only)))
     with open(CORPUS) as f:  # the kinds, as bench_workloads.py reads them in the workers
         shares = {entry["kind"]: entry["message_share"] for entry in json.load(f)["kinds"]}
     results: dict[str, dict[str, list[float]]] = {}
