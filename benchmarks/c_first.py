@@ -49,13 +49,9 @@ as arrays led by -32 (list_hook) vs led by an empty ext mark (ext_hook + list_ho
 
 import argparse
 import gc
-import importlib.util
 import logging
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -68,6 +64,7 @@ import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
 import suite_workloads as workloads  # noqa: E402
+from mypyc_module import compiled_module  # noqa: E402
 from fastser.codec.encoder import EncodeState, VERSION_BYTE  # noqa: E402
 from fastser.codec.packing import FROZENSET_MARK, Packers, SET_MARK, ext  # noqa: E402
 from fastser.limits import DEFAULT_MAX_DEPTH  # noqa: E402
@@ -77,27 +74,10 @@ TUPLE_MARK_CODE = 18  # an unused ext code, for the tuple-as-ext-mark variant
 
 
 def compiled_scan() -> tuple[Any, str]:
-    """c_first_scan compiled with mypyc in a temporary directory, and a note; interpreted
-    where mypyc is missing or fails (its output is shown)."""
-    if importlib.util.find_spec("mypyc") is None:
-        import c_first_scan
-        return c_first_scan, "NOT COMPILED (mypyc missing)"
-    with tempfile.TemporaryDirectory(prefix="fastser-c-first-") as build:
-        shutil.copy(HERE / "c_first_scan.py", build)
-        done = subprocess.run([sys.executable, "-m", "mypyc", "c_first_scan.py"], cwd=build,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"note: mypyc failed, interpreted:\n{done.stdout}{done.stderr}")
-            import c_first_scan
-            return c_first_scan, "NOT COMPILED (mypyc failed)"
-        sys.path.insert(0, build)
-        try:
-            import c_first_scan  # the extension module: loaded, it needs its file no more
-        finally:
-            sys.path.remove(build)
-    if c_first_scan.__file__ is None or c_first_scan.__file__.endswith(".py"):
-        raise RuntimeError(f"c_first_scan was not compiled: {c_first_scan.__file__}")
-    return c_first_scan, "compiled with mypyc"
+    """c_first_scan compiled with mypyc, and a note; interpreted where mypyc is missing or
+    fails."""
+    module, problem = compiled_module("c_first_scan")
+    return module, "compiled with mypyc" if problem is None else f"NOT COMPILED ({problem})"
 
 
 SCAN, SCAN_NOTE = compiled_scan()

@@ -40,14 +40,9 @@ line of its group, measured in the same round.
 
 import argparse
 import gc
-import importlib.util
 import os
-import pickle
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -61,6 +56,7 @@ from suite import BLAS_SINGLE_THREAD  # noqa: E402
 
 os.environ.update(BLAS_SINGLE_THREAD)  # as in suite.py's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
+from mypyc_module import compiled_module  # noqa: E402
 
 
 def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
@@ -82,31 +78,13 @@ def no_op_list_hook(items: list[Any]) -> Any:
 
 
 def compiled_bare_walk() -> tuple[Callable[[Any], bool], str]:
-    """bare_walk.plain compiled with mypyc in a temporary directory (about 20 s), and its
-    label; the interpreted one, labelled so, where mypyc is missing or fails (its output
-    is shown)."""
-    here = Path(__file__).resolve().parent
-    interpreted = "bare walk, NOT COMPILED, + Packer"
-    if importlib.util.find_spec("mypyc") is None:
-        print("note: mypyc is not installed (the bench extra has it): bare walk interpreted")
-        import bare_walk
-        return bare_walk.plain, interpreted
-    with tempfile.TemporaryDirectory(prefix="fastser-bare-walk-") as build:
-        shutil.copy(here / "bare_walk.py", build)
-        done = subprocess.run([sys.executable, "-m", "mypyc", "bare_walk.py"], cwd=build,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"note: mypyc failed, bare walk interpreted:\n{done.stdout}{done.stderr}")
-            import bare_walk
-            return bare_walk.plain, interpreted
-        sys.path.insert(0, build)
-        try:
-            import bare_walk  # the extension module: loaded, it needs its file no more
-        finally:
-            sys.path.remove(build)
-    if bare_walk.__file__ is None or bare_walk.__file__.endswith(".py"):
-        raise RuntimeError(f"bare_walk was not compiled: {bare_walk.__file__}")
-    return bare_walk.plain, "bare walk + reused Packer"
+    """bare_walk.plain compiled with mypyc (about 20 s), and its label; the interpreted one,
+    labelled so, where mypyc is missing or fails."""
+    module, problem = compiled_module("bare_walk")
+    if problem is not None:
+        print(f"note: {problem}: bare walk interpreted")
+        return module.plain, "bare walk, NOT COMPILED, + Packer"
+    return module.plain, "bare walk + reused Packer"
 
 
 def bare_walk_then(packer: Any, msg: Any) -> Callable[[], Any]:
