@@ -297,6 +297,28 @@ def test_decoder_lists_as_tuples() -> None:
     assert out["a"] == msgpack_view
 
 
+def test_lists_as_tuples_leaves_payload_headers_and_refs_as_the_sender_wrote_them() -> None:
+    # Lists become tuples as msgpack decodes the header, so a payload's own header and
+    # refs get their lists back: kept payloads forward byte for byte (a message of payloads
+    # alone: its own lists come back as tuples), split refs resolve.
+    header = {"serializer": "msgpack", "list": [1, [2, []]], "tuple": (3, [4]), "e": []}
+    np = pytest.importorskip("numpy")
+    msg = {"kept": Serialized(header, [msgpack.packb([5, [6]])]),
+           "split": Serialize(b"s" * 200_000), "array": Serialize(np.arange(40_000)),
+           "key": {Serialized({"serializer": "msgpack", "k": [1]}, [msgpack.packb(8)]): 9}}
+    frames = fastser.dumps(msg, frame_split_size=65_536)
+    kept = Decoder(deserialize=False, lists_as_tuples=True).loads(frames)
+    assert kept["kept"].header == header
+    assert type(kept["kept"].header["list"][1]) is list
+    assert type(kept["kept"].header["tuple"]) is tuple
+    assert type(kept["kept"].header["tuple"][1]) is list
+    assert [bytes(f) for f in fastser.dumps(kept, frame_split_size=65_536)] == \
+        [bytes(f) for f in frames]
+    out = Decoder(lists_as_tuples=True).loads(frames)
+    assert out["kept"] == [5, [6]] and out["split"] == b"s" * 200_000
+    assert np.array_equal(out["array"], np.arange(40_000)) and out["key"] == {8: 9}
+
+
 def test_encoder_validates_options() -> None:
     with pytest.raises(ValueError):
         Encoder(serializers=["nope"])

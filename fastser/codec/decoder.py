@@ -90,43 +90,35 @@ class Decoder:
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
-        if self.lists_as_tuples and state.arrays:  # no array decoded: no list to turn
-            return as_tuples(msg, state.opened_ids)
         return msg
 
 
-def as_tuples(obj: Any, opened: set[int]) -> Any:
-    """`obj` with each list a tuple, in place in its dicts, but for what payloads made
-    (`opened`): as msgpack's use_list=False. Nests no deeper than loads has checked."""
-    t = type(obj)
-    if t is list:
-        if id(obj) in opened:
-            return obj
-        items: list[Any] = obj
-        return tuple([as_tuples(item, opened) for item in items])
-    if t is tuple:
-        if id(obj) in opened:
-            return obj
-        old: tuple[Any, ...] = obj
-        new = [as_tuples(item, opened) for item in old]
-        for index in range(len(new)):
-            if new[index] is not old[index]:
-                return tuple(new)
-        return obj
-    if t is dict:
-        if id(obj) in opened:
-            return obj
-        mapping: dict[Any, Any] = obj
-        changed = [(key, value) for key, value in mapping.items()
-                   if as_tuples_needed(value)]
-        for key, value in changed:
-            mapping[key] = as_tuples(value, opened)
-    return obj
-
-
-def as_tuples_needed(value: Any) -> bool:
+def restored(value: Any, converted: dict[int, tuple[Any, list[Any]]], depth: int) -> Any:
+    """`value`, in a payload's header or refs, with each tuple that lists_as_tuples made of a
+    list (`converted`, by id) the list again: a payload's header is the sender's, read as it
+    was written, so a kept payload forwards byte for byte. Stops at `depth` 0: loads refuses
+    what nests deeper than its Limits anyway."""
     t = type(value)
-    return t is list or t is tuple or t is dict
+    if depth == 0 or not (t is tuple or t is dict):
+        return value
+    if t is dict:
+        mapping: dict[Any, Any] = value
+        for key, item in mapping.items():  # values replaced in place: the size stays
+            if type(item) is tuple or type(item) is dict:
+                mapping[key] = restored(item, converted, depth - 1)
+        return value
+    entry = converted.get(id(value))  # its tuple is alive there: the id is not reused
+    if entry is not None:
+        items = entry[1]
+        for index in range(len(items)):
+            items[index] = restored(items[index], converted, depth - 1)
+        return items
+    old: tuple[Any, ...] = value  # a tuple the sender wrote: its items may hold lists
+    new = [restored(item, converted, depth - 1) for item in old]
+    for index in range(len(new)):
+        if new[index] is not old[index]:
+            return tuple(new)
+    return value
 
 
 class DecodeState:
@@ -135,9 +127,10 @@ class DecodeState:
     def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
         self.decoder = decoder
         self.lists_as_tuples = decoder.lists_as_tuples
-        # With lists_as_tuples: the ids of the lists, tuples and dicts that opened payloads
-        # made, whose insides keep their types (alive as long as the message is).
-        self.opened_ids: set[int] = set()
+        # With lists_as_tuples, each tuple made of an array, by id, with the list it was:
+        # a payload's header and refs get their lists back (restored). Holding the tuple
+        # keeps its id from being reused while the message is decoded.
+        self.converted: dict[int, tuple[Any, list[Any]]] = {}
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (they may be dict keys)
         # Values made from bytes inside the header, which its depth scan cannot see into:
@@ -148,13 +141,21 @@ class DecodeState:
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
 
-    def opened(self, value: Any) -> Any:
-        """`value`, made from a payload: remembered so that lists_as_tuples leaves it be."""
-        if self.lists_as_tuples:
-            t = type(value)
-            if t is list or t is tuple or t is dict:
-                self.opened_ids.add(id(value))
-        return value
+    def as_tuple(self, items: list[Any]) -> Any:
+        """A plain array under lists_as_tuples: a tuple, as msgpack's use_list=False makes
+        it (what payloads hold is not decoded here, so it keeps its lists)."""
+        made = tuple(items)
+        self.converted[id(made)] = (made, items)
+        self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
+        return made
+
+    def sender_parts(self, header: Any, refs: Any) -> tuple[Any, Any]:
+        """A record's header and refs as the sender wrote them (lists_as_tuples made their
+        lists tuples)."""
+        if not self.converted:
+            return header, refs
+        depth = self.decoder.limits.max_depth
+        return restored(header, self.converted, depth), restored(refs, self.converted, depth)
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -176,7 +177,7 @@ class DecodeState:
         """A decoded array: a list, or what its lead (a mark, or a tuple's int) makes it."""
         self.arrays += 1
         if not items:
-            return items
+            return self.as_tuple(items) if self.lists_as_tuples else items
         first = items[0]
         if type(first) is not Mark:
             if type(first) is int and first == TUPLE_LEAD:
@@ -184,19 +185,20 @@ class DecodeState:
                 # A slice, then a tuple of it: natively, where `del items[0]` is a generic
                 # item deletion (~0.1k instructions more per tuple).
                 return tuple(items[1:])
-            return items
+            return self.as_tuple(items) if self.lists_as_tuples else items
         self.marks -= 1
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
-            header, frames = self.record_parts(items)
+            header, refs, frames = self.record_parts(items)
             try:
                 if first is SERIALIZED_MARK:
                     return self.open_serialized(header, frames)
                 return self.open_pickled(header, frames)
             except DeserializationError as exc:
-                raise located(exc, f"the payload {where(items[2])}")
+                raise located(exc, f"the payload {where(refs)}")
         if first is ARRAY_MARK:
             check_short_record(items)
-            frame = self.payload().frame_at(items[3])
+            ref = self.sender_parts(None, items[3])[1]
+            frame = self.payload().frame_at(ref)
             decoder = self.decoder
             direct = decoder.direct_loads.get() if decoder.deserialize else None
             try:
@@ -215,10 +217,10 @@ class DecodeState:
                         return array
                 return self.open_serialized(header_of(items), [frame])
             except DeserializationError as exc:
-                raise located(exc, f"the payload {where([items[3]])}")
+                raise located(exc, f"the payload {where([ref])}")
         del items[0]
         if first is LIST_MARK:
-            return items
+            return self.as_tuple(items) if self.lists_as_tuples else items
         self.collections += 1
         if first is SET_MARK:
             return set(items)
@@ -262,24 +264,27 @@ class DecodeState:
         payload = self.payload()
         return record[0], [payload.frame_at(ref) for ref in record[1]]
 
-    def record_parts(self, items: list[Any]) -> tuple[Header, list[Frame]]:
-        """A record: the array [mark, header, refs], decoded with the message."""
-        if len(items) != 3 or type(items[1]) is not dict or type(items[2]) is not list:
+    def record_parts(self, items: list[Any]) -> tuple[Header, list[Any], list[Frame]]:
+        """A record, the array [mark, header, refs] decoded with the message: its header,
+        its refs and the frames they name."""
+        if len(items) != 3:
             raise DeserializationError("a payload record is not [mark, header, frames]")
-        refs: list[Any] = items[2]
+        header, refs = self.sender_parts(items[1], items[2])
+        if type(header) is not dict or type(refs) is not list:
+            raise DeserializationError("a payload record is not [mark, header, frames]")
         payload = self.payload()
-        return items[1], [payload.frame_at(ref) for ref in refs]
+        return header, refs, [payload.frame_at(ref) for ref in refs]
 
     def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
         decoder = self.decoder
         if decoder.deserialize:
             self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return self.opened(deserialize_within(header, frames, decoder.deserializers,
-                                                  decoder.limits.max_frame_bytes))
+            return deserialize_within(header, frames, decoder.deserializers,
+                                      decoder.limits.max_frame_bytes)
         if decoder.serialized_factory is not None:
             self.unscanned += 1
-            return self.opened(decoder.serialized_factory(header, frames))
+            return decoder.serialized_factory(header, frames)
         return Serialized(header, frames)
 
     def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
@@ -291,7 +296,7 @@ class DecodeState:
                     f"a pickled placeholder names the family {shown(family)}")
             self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return self.opened(deserialize_within(header, frames, decoder.deserializers,
-                                                  decoder.limits.max_frame_bytes))
+            return deserialize_within(header, frames, decoder.deserializers,
+                                      decoder.limits.max_frame_bytes)
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)
