@@ -129,8 +129,9 @@ class DecodeState:
         self.lists_as_tuples = decoder.lists_as_tuples
         # With lists_as_tuples, each tuple made of an array, by id, with the list it was:
         # a payload's header and refs get their lists back (restored). Holding the tuple
-        # keeps its id from being reused while the message is decoded.
-        self.converted: dict[int, tuple[Any, list[Any]]] = {}
+        # keeps its id from being reused while the message is decoded. Made at the first
+        # (most decoders never convert: a dict per loads is ~2 % of a control message's).
+        self.converted: Optional[dict[int, tuple[Any, list[Any]]]] = None
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (they may be dict keys)
         # Values made from bytes inside the header, which its depth scan cannot see into:
@@ -145,17 +146,21 @@ class DecodeState:
         """A plain array under lists_as_tuples: a tuple, as msgpack's use_list=False makes
         it (what payloads hold is not decoded here, so it keeps its lists)."""
         made = tuple(items)
-        self.converted[id(made)] = (made, items)
+        converted = self.converted
+        if converted is None:
+            converted = self.converted = {}
+        converted[id(made)] = (made, items)
         self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
         return made
 
     def sender_parts(self, header: Any, refs: Any) -> tuple[Any, Any]:
         """A record's header and refs as the sender wrote them (lists_as_tuples made their
         lists tuples)."""
-        if not self.converted:
+        converted = self.converted
+        if converted is None:
             return header, refs
         depth = self.decoder.limits.max_depth
-        return restored(header, self.converted, depth), restored(refs, self.converted, depth)
+        return restored(header, converted, depth), restored(refs, converted, depth)
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
