@@ -101,12 +101,27 @@ def test_nested_extension_types_cannot_overflow_the_stack() -> None:
 STAMPS = [msgpack.Timestamp(1), msgpack.Timestamp(2**33), msgpack.Timestamp(-1)]  # d6, d7, c7
 
 
+def record_data(payload_header: Any, refs: list[Any]) -> bytes:
+    packed: bytes = msgpack.packb([payload_header, refs], use_bin_type=True)
+    return packed
+
+
 @pytest.mark.parametrize("body", [
     *STAMPS, [1, STAMPS[0]], {"k": STAMPS[1]}, {STAMPS[2]: 1}, [ext(EXT_SET_MARK, b""), STAMPS[0]],
     [ext(EXT_SERIALIZED_MARK, b""), {"serializer": "msgpack", "x": STAMPS[0]}, [b"\x05"]],
     [ext(EXT_SERIALIZED_MARK, b""), {"serializer": "msgpack"}, [STAMPS[1]]],
-], ids=range(9))
-def test_timestamps_are_refused_wherever_they_stand(body: Any) -> None:
+    # inside an extension type's data: a record in a dict key or set item, a frame ref
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", "x": STAMPS[0]}, [b"\x05"])): 1},
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", STAMPS[2]: 1}, [b"\x05"])): 1},
+    [ext(EXT_SET_MARK, b""), ext(EXT_PICKLED, record_data({"serializer": "pickle"}, [STAMPS[1]]))],
+    ext(EXT_BYTES_FRAME, msgpack.packb(STAMPS[0])),
+    # any other extension type in a record in a dict key or set item, or in a frame ref
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", "x": ext(3, b"")}, [b"\x05"])): 1},
+    [ext(EXT_SET_MARK, b""),
+     ext(EXT_PICKLED, record_data({"serializer": "pickle"}, [ext(EXT_BIGINT, b"\x01")]))],
+    ext(EXT_BYTES_FRAME, msgpack.packb([ext(EXT_BIGINT, b"\x01"), 1])),
+], ids=range(16))
+def test_timestamps_and_extension_types_in_records_are_refused(body: Any) -> None:
     frames = [header(body)]
     big = [header({"pad": "p" * 5000, "body": body})]  # past 4 KiB: read as a view
     for decoder in (SAFE, FORWARD, fastser.Decoder()):
