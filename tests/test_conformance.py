@@ -32,10 +32,7 @@ ERRORS: dict[str, type[DeserializationError]] = {
     "DeserializationError": DeserializationError, "FrameError": FrameError}
 # Cases that state the format where this decoder does not follow it yet: strict xfail, so a
 # fix shows up as a failure that asks for the entry to go.
-KNOWN_DEVIATIONS = {
-    "refuse_ext_minus_1_timestamp":
-        "msgpack turns ext -1 into a msgpack.Timestamp before ext_hook sees it",
-}
+KNOWN_DEVIATIONS: dict[str, str] = {}
 # The rows of these tables of docs/wire-format.md (first column) each need a case; the
 # generic "a payload" row is the second table's rows.
 TABLE_HEADS = ("| value | written as |", "| form | when |")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError
-from fastser.codec.depth import header_nests_deeper
+from fastser.codec.depth import header_nests_deeper, holds_ext_minus_1
 from fastser.codec.wire import (EXT_SERIALIZED, EXT_SERIALIZED_MARK, EXT_SET_MARK,
                                 TUPLE_LEAD, WIRE_VERSION)
 
@@ -147,3 +147,68 @@ def test_a_payload_opened_as_a_dict_key_is_walked() -> None:
         assert depth_of(fastser.loads(frames)) == 11
         with pytest.raises(DeserializationError, match="max_depth=4"):
             fastser.loads(frames, limits=fastser.Limits(max_depth=4))
+
+
+# The ext -1 scan: msgpack makes a Timestamp of an extension type of code -1 before ext_hook
+# sees it, so the decoder looks for one in the header's bytes.
+
+
+def holds_timestamp(value: Any) -> bool:
+    if type(value) is msgpack.Timestamp:
+        return True
+    if type(value) is list:
+        return any(holds_timestamp(item) for item in value)
+    if type(value) is dict:
+        return any(holds_timestamp(item) for pair in value.items() for item in pair)
+    return False
+
+
+timestamps = st.builds(msgpack.Timestamp,  # packed as fixext 4, fixext 8 or ext 8 (12 bytes)
+                       st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**34 - 1, 2**34, -1, 2**62]),
+                       st.sampled_from([0, 1, 999_999_999]))
+lookalikes = st.sampled_from([  # their bytes hold d6 ff, d7 ff, 04 ff, 08 ff, 0c ff
+    23548.000000000004, 1.001219782964483, [4, -1], [8, -1], [12, -1], 0xd6ff_0000_0001,
+    b"\xd6\xff\x00\x00\x00\x01", b"\xc7\x0c\xff", msgpack.ExtType(5, b"\xd7\xff" * 4),
+    [-1] * 70])
+with_timestamps = st.recursive(
+    st.one_of(scalars, timestamps, lookalikes),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=8),
+        st.dictionaries(st.one_of(st.text(max_size=5), st.integers(min_value=-(2**63),
+                                                                   max_value=2**63)),
+                        inner, max_size=8)),
+    max_leaves=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(with_timestamps)
+def test_the_ext_minus_1_scan_finds_every_timestamp(value: Any) -> None:
+    data = msgpack.packb(value, use_bin_type=True)
+    assert holds_ext_minus_1(data, 0) == holds_timestamp(value)
+    assert holds_ext_minus_1(b"\x01" + data, 1) == holds_timestamp(value)
+
+
+@pytest.mark.parametrize("token", [
+    "d6ff 00000001", "d7ff 0000000000000001", "c70cff 000000000000000000000001",
+    # forms msgpack's packer never writes, which its unpacker makes Timestamps of too
+    "c704ff 00000001", "c708ff 0000000000000001", "c80004ff 00000001", "c8000cff" + "00" * 12,
+    "c900000004ff 00000001", "c900000008ff" + "00" * 8])
+def test_the_ext_minus_1_scan_finds_every_form_of_timestamp(token: str) -> None:
+    # Other lengths of ext -1 msgpack refuses itself (test_hostile.py).
+    ext = bytes.fromhex(token)
+    for data in (ext, b"\x92\x01" + ext, b"\x81\xa1x" + ext, b"\x81" + ext + b"\xc0",
+                 b"\xdc\x00\x02\xff" + ext,  # -1, then the ext
+                 b"\x94\xcb" + b"\xff" * 8 + b"\x93\xff\xff\xff\x90" + ext):
+        assert holds_ext_minus_1(data, 0), data.hex()
+    assert holds_ext_minus_1(b"\x91" + b"\xff" * 200, 0) is False  # past the looks: scanned
+    assert holds_ext_minus_1(b"\xdc\x00\xc9" + b"\xff" * 200 + ext, 0)
+
+
+def test_the_ext_minus_1_scan_reads_no_further_than_the_value() -> None:
+    stamp = bytes.fromhex("d6ff00000001")
+    for data in (b"\xc0" + stamp, b"\xc1" + stamp, b"\xc4\x06" + stamp, b"\xa6" + stamp,
+                 b"\xc7\x06\x05" + stamp, b"\x92\x01\x02" + stamp):
+        assert holds_ext_minus_1(data, 0) is False, data.hex()
+    for end in range(len(stamp) + 2):  # truncated: either answer (msgpack refuses them)
+        holds_ext_minus_1(b"\x91" + stamp[:end], 0)
+        holds_ext_minus_1(b"\xc7\x0c\xff"[:end], 0)

@@ -96,6 +96,70 @@ def test_nested_extension_types_cannot_overflow_the_stack() -> None:
         fastser.loads([header({ext(EXT_SERIALIZED, data): 1})])
 
 
+# msgpack's unpacker makes a msgpack.Timestamp of an extension type of code -1 (fixext 4 or 8,
+# or any ext 8/16/32 of 4, 8 or 12 bytes) without calling ext_hook: the decoder looks for one.
+STAMPS = [msgpack.Timestamp(1), msgpack.Timestamp(2**33), msgpack.Timestamp(-1)]  # d6, d7, c7
+
+
+def record_data(payload_header: Any, refs: list[Any]) -> bytes:
+    packed: bytes = msgpack.packb([payload_header, refs], use_bin_type=True)
+    return packed
+
+
+@pytest.mark.parametrize("body", [
+    *STAMPS, [1, STAMPS[0]], {"k": STAMPS[1]}, {STAMPS[2]: 1}, [ext(EXT_SET_MARK, b""), STAMPS[0]],
+    [ext(EXT_SERIALIZED_MARK, b""), {"serializer": "msgpack", "x": STAMPS[0]}, [b"\x05"]],
+    [ext(EXT_SERIALIZED_MARK, b""), {"serializer": "msgpack"}, [STAMPS[1]]],
+    # inside an extension type's data: a record in a dict key or set item, a frame ref
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", "x": STAMPS[0]}, [b"\x05"])): 1},
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", STAMPS[2]: 1}, [b"\x05"])): 1},
+    [ext(EXT_SET_MARK, b""), ext(EXT_PICKLED, record_data({"serializer": "pickle"}, [STAMPS[1]]))],
+    ext(EXT_BYTES_FRAME, msgpack.packb(STAMPS[0])),
+    # any other extension type in a record in a dict key or set item, or in a frame ref
+    {ext(EXT_SERIALIZED, record_data({"serializer": "msgpack", "x": ext(3, b"")}, [b"\x05"])): 1},
+    [ext(EXT_SET_MARK, b""),
+     ext(EXT_PICKLED, record_data({"serializer": "pickle"}, [ext(EXT_BIGINT, b"\x01")]))],
+    ext(EXT_BYTES_FRAME, msgpack.packb([ext(EXT_BIGINT, b"\x01"), 1])),
+], ids=range(16))
+def test_timestamps_and_extension_types_in_records_are_refused(body: Any) -> None:
+    frames = [header(body)]
+    big = [header({"pad": "p" * 5000, "body": body})]  # past 4 KiB: read as a view
+    for decoder in (SAFE, FORWARD, fastser.Decoder()):
+        for message in (frames, big, [memoryview(frames[0])]):
+            with pytest.raises(DeserializationError, match="extension type code"):
+                decoder.loads(message)
+
+
+@pytest.mark.parametrize("ext_minus_1", [
+    "c704ff 00000001", "c708ff 0000000000000001", "c80004ff 00000001", "c8000cff" + "00" * 12,
+    "c900000004ff 00000001",  # forms msgpack never writes, but makes a Timestamp of
+    "d4ff 00", "d5ff 0000", "d8ff" + "00" * 16, "c700ff", "c705ff 0000000000",  # it refuses
+])
+def test_every_form_of_ext_minus_1_is_refused(ext_minus_1: str) -> None:
+    data = bytes.fromhex(ext_minus_1)
+    for body in (data, b"\x92\xff" + data, b"\x81\xa1x" + data):
+        for decoder in (SAFE, FORWARD, fastser.Decoder()):
+            with pytest.raises(DeserializationError):
+                decoder.loads([VERSION + body])
+
+
+def test_bytes_like_a_timestamp_and_timestamps_in_payloads_are_received() -> None:
+    # d6 ff, d7 ff, 04 ff, 08 ff or 0c ff in a float, -1 after 4, an int, bytes: no ext -1
+    msg = {"floats": [23548.000000000004, 1.001219782964483], "ints": [4, -1, 8, -1, 12, -1],
+           "int": 0xd6ff_0000_0001, "bytes": b"\xd6\xff\x00\x00\x00\x01",
+           "minus_ones": [-1] * 100, "key": {(4, -1): b"\xd7\xff" * 8}}
+    for body in (msg, {"pad": "p" * 5000, **msg}):
+        frames = fastser.unpack_frames(fastser.pack_frames(fastser.dumps(body)))
+        assert fastser.loads(frames) == body
+    # A family's own frames may hold timestamps: only the header frame is fastser's format.
+    stamp = STAMPS[0]
+    for wrapped in (fastser.Serialize(stamp), {fastser.Serialize(stamp): 1},
+                    {fastser.Serialize(stamp)}):
+        unwrapped = fastser.loads(fastser.dumps(wrapped, serializers=["msgpack"]))
+        assert unwrapped == (stamp if isinstance(wrapped, fastser.Serialize) else
+                             {stamp: 1} if isinstance(wrapped, dict) else {stamp})
+
+
 # Marks of list, set, frozenset, serialized record and pickled record.
 MARKS = [ext(EXT_LIST_MARK, b""), ext(EXT_SET_MARK, b""), ext(EXT_FROZENSET_MARK, b""),
          ext(EXT_SERIALIZED_MARK, b""), ext(EXT_PICKLED_MARK, b"")]

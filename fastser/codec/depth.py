@@ -1,6 +1,8 @@
-"""How deep a message nests, for Limits.max_depth (msgpack itself has no depth option on
-decode): an upper bound read from the header's bytes, and the exact walk of the decoded
-message that the decoder runs only when the bound is over the limit."""
+"""The header's msgpack bytes read without decoding them. How deep a message nests, for
+Limits.max_depth (msgpack itself has no depth option on decode): an upper bound read from the
+header's bytes, and the exact walk of the decoded message that the decoder runs only when the
+bound is over the limit. And whether the bytes hold an extension type of code -1, which
+msgpack turns into a Timestamp before ext_hook could refuse it."""
 
 from collections.abc import Iterable
 from typing import Any, Final, cast
@@ -74,6 +76,39 @@ LENGTH_BYTES: Final = bytes((1, 2, 4, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 
 SCAN_DEPTH: Final = 300
 
 
+# What skip_values returns, asked to find one, at an extension type of code -1.
+EXT_MINUS_1_FOUND: Final = -2
+# The bytes that stand before an extension type's code 0xff when msgpack makes a Timestamp
+# of it: fixext 4 and 8 (d6, d7), or the last byte of the data length 4, 8 or 12 of ext
+# 8/16/32 (c7 LL, c8 LLLL, c9 LLLLLLLL). msgpack refuses every other ext -1 itself
+# (ValueError: "invalid timestamp data").
+TIMESTAMP_LEADS: Final = bytes((0x04, 0x08, 0x0c, 0xd6, 0xd7))
+# 0xff bytes looked at one by one (one bytes.find each) before the exact scan answers: a
+# header of many -1 ints costs a scan, not a call per byte.
+PLAIN_FF_LOOKS: Final = 64
+
+
+def holds_ext_minus_1(data: bytes, start: int) -> bool:
+    """Whether the msgpack value at data[start:] holds an extension type of code -1, which
+    msgpack's unpacker turns into a msgpack.Timestamp before any ext_hook sees it. Bytes
+    that are not one msgpack value may answer either way (msgpack refuses them itself).
+
+    Most headers hold no 0xff at all (a memchr says so), and most 0xff bytes that do occur
+    (-1, float and int bytes) do not follow a byte of TIMESTAMP_LEADS: only then, or past
+    PLAIN_FF_LOOKS of them, the bytes are scanned token by token. It cannot see into bin and
+    extension data (a record in a dict key is looked at where it is decoded)."""
+    if 255 not in data:  # a memchr, and no method lookup (a third of this test on W1)
+        return False
+    at = data.find(255, start)
+    looks = 0
+    while at >= 0:
+        looks += 1
+        if looks > PLAIN_FF_LOOKS or (at > start and data[at - 1] in TIMESTAMP_LEADS):
+            return skip_values(data, start, len(data), 1, 0, True) == EXT_MINUS_1_FOUND
+        at = data.find(255, at + 1)
+    return False
+
+
 def header_nests_deeper(data: bytes, budget: int) -> bool:
     """Whether the msgpack value at the start of `data` may nest more than `budget`
     containers deep: True when its arrays and maps do, or when `data` ends before the value
@@ -92,12 +127,17 @@ def header_nests_deeper(data: bytes, budget: int) -> bool:
 
 
 
-def skip_values(data: bytes, pos: i64, end: i64, count: i64, budget: i64) -> i64:
+def skip_values(data: bytes, pos: i64, end: i64, count: i64, budget: i64,
+                flat: bool = False) -> i64:
     """The position after the `count` msgpack values at `pos`, or -1 when they nest more
     than `budget` containers deep, run past `end` or hold a byte msgpack never writes.
     Recursive, one call per container: each parent's count stays a native int on the C
     stack (kept in a list, each was a boxed int: half the scan). i64, not int: mypyc's
-    ints check for big values at every operation."""
+    ints check for big values at every operation.
+
+    `flat`: containers are not descended into, their items are counted in with the rest
+    (no recursion, no depth bound: `budget` is unused), and an extension type of code -1
+    ends the scan with EXT_MINUS_1_FOUND."""
     while count > 0:
         if pos >= end:
             return -1
@@ -123,6 +163,12 @@ def skip_values(data: bytes, pos: i64, end: i64, count: i64, budget: i64) -> i64
             index: i64 = first - 0xc4
             size: i64 = SIZE_BYTES[index]
             length_bytes: i64 = LENGTH_BYTES[index]
+            if flat and (0xd4 <= first <= 0xd8 or 0xc7 <= first <= 0xc9):
+                # an extension type's code: after the first byte (fixext), or after
+                # the data length (ext 8/16/32)
+                code_at: i64 = pos + 1 if first >= 0xd4 else pos + size
+                if code_at < end and data[code_at] == 0xff:
+                    return EXT_MINUS_1_FOUND
             if length_bytes == 0 and first < 0xdc:
                 # float, int, fixext: a fixed size, nothing to read (an overrun shows at the
                 # next value, or at the end)
@@ -139,6 +185,9 @@ def skip_values(data: bytes, pos: i64, end: i64, count: i64, budget: i64) -> i64
             count_here = big_endian(data, pos + 1, size)  # array 16/32, map 16/32
             items = count_here if first <= 0xdd else 2 * count_here
             pos += 1 + size
+        if flat:
+            count += items
+            continue
         if budget <= 0:
             return -1
         if items > 0:

@@ -1,12 +1,14 @@
 """The decoder's calls into msgpack, and the marks: what ext_hook returns for a mark's
-extension type until list_hook sees the array it leads. Sits on codec.wire."""
+extension type until list_hook sees the array it leads. Sits on codec.wire and codec.depth."""
 
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgpack
 
+from fastser.codec.depth import holds_ext_minus_1
 from fastser.codec.wire import (EXT_ARRAY_MARK, EXT_FROZENSET_MARK, EXT_LIST_MARK,
                                 EXT_PICKLED_MARK, EXT_SERIALIZED_MARK, EXT_SET_MARK)
+from fastser.errors import DeserializationError
 
 # mypyc looks a module attribute up by name on every use; a Final copy is a static.
 UNPACKB: Final = msgpack.unpackb
@@ -41,6 +43,18 @@ def unpack_ref(data: bytes) -> Any:
     return unpack_plain(data)
 
 
-def unpack_plain(data: Any) -> Any:
-    # Records in keys and refs hold no extension types; without a hook, no recursion.
-    return UNPACKB(data, raw=False, strict_map_key=False, use_list=True)
+def unpack_plain(data: bytes) -> Any:
+    """The msgpack in an extension type's data (a record in a dict key or set item, a frame
+    ref), which holds no extension type: one there is refused, a timestamp (code -1, which
+    msgpack decodes without calling the hook) included. The hook never decodes, so no
+    recursion."""
+    if holds_ext_minus_1(data, 0):
+        refuse_nested_ext(-1, data)
+    return UNPACKB(data, ext_hook=refuse_nested_ext, raw=False, strict_map_key=False,
+                   use_list=True)
+
+
+def refuse_nested_ext(code: int, data: bytes) -> NoReturn:
+    raise DeserializationError(
+        f"extension type code {code} inside the data of an extension type (a record in a "
+        f"dict key or set item, or a frame ref) in the header frame")

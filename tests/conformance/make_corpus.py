@@ -67,6 +67,10 @@ HAND_BUILT: dict[str, list[str]] = {
     "refuse_record_two_items": ["01 92 c7 00 0c 80"],
     "refuse_record_header_not_map": ["01 93 c7 00 0d 90 90"],
     "refuse_ext_record_not_pair": ["01 81 c7 01 07 c0 01"],  # {ext 7 holding nil: 1}
+    # {ext 7 holding [{"x": ext}, []]: 1}: fixext 1 of code 3, fixext 4 of code -1
+    "refuse_ext_in_ext_record_header": ["01 81 c7 08 07 92 81 a1 78 d4 03 00 90 01"],
+    "refuse_timestamp_in_ext_record_header": [
+        "01 81 c7 0b 07 92 81 a1 78 d6 ff 00000001 90 01"],
     # compressed frame refs: ext 4 holding [1, name]
     "refuse_unknown_compression": ["01 c7 09 04 92 01 a6 736e61707079", "78"],  # "snappy"
     "refuse_corrupt_zlib": ["01 c7 07 04 92 01 a4 7a6c6962", "78787878"],
