@@ -8,6 +8,8 @@ process) run side by side; each round times, on one then the other (the order al
           default for a client outside the cluster);
   map     client.map of N trivial tasks with fresh keys, and the gather of their results:
           submission, scheduling, execution and the return trip, per task;
+  transfer 40 array chunks of 8 MB made on one worker, each read by a task on the other
+          (worker-to-worker get_data, as x + x.T and shuffles move data);
   and the whole computation of each real workload of traffic/dask_workloads.py (array
   reduction, x + x.T with a rechunk, groupby-aggregate, P2P and task shuffles, a map of
   10,000 tasks then gather, a scatter of 100 arrays), at --scale (array sides and rows).
@@ -56,6 +58,36 @@ def time_map(client: Any, tasks: int, round_: int) -> float:
     return elapsed
 
 
+CHUNK_ITEMS = 1_000_000  # float64: 8 MB, a Dask array chunk of 1,000 x 1,000
+TRANSFERS = 40
+
+
+def chunk(i: int) -> Any:
+    import numpy
+    return numpy.full(CHUNK_ITEMS, float(i))
+
+
+def first_item(array: Any) -> float:
+    return float(array[0])
+
+
+def time_transfer(client: Any, round_: int) -> float:
+    """TRANSFERS chunks made on one worker and read by a task on the other: each crosses
+    worker to worker once (get_data), the traffic of x + x.T and of shuffles."""
+    workers = sorted(client.scheduler_info()["workers"])
+    made = client.map(chunk, range(TRANSFERS), workers=workers[:1],
+                      key=[f"chunk-{round_}-{i}" for i in range(TRANSFERS)])
+    client.gather(client.map(len, made, workers=workers[:1],
+                             key=[f"len-{round_}-{i}" for i in range(TRANSFERS)]))
+    start = time.perf_counter()
+    read = client.map(first_item, made, workers=workers[1:],
+                      key=[f"first-{round_}-{i}" for i in range(TRANSFERS)])
+    client.gather(read)
+    elapsed = time.perf_counter() - start
+    client.cancel(made + read)
+    return elapsed
+
+
 def time_workload(workload: Callable[[Any, float], Any], client: Any, scale: float) -> float:
     start = time.perf_counter()
     workload(client, scale)
@@ -67,7 +99,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--scale", type=float, default=0.5)
-    parser.add_argument("--only", default="", help="comma-separated: gather, map, or "
+    parser.add_argument("--only", default="", help="comma-separated: gather, map, transfer, or "
                         "workloads of traffic/dask_workloads.py")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -80,6 +112,7 @@ def main() -> None:
     runs: dict[str, Callable[[str, int], float]] = {
         "gather": lambda scheme, round_: time_gather(clients[scheme], kept[scheme]),
         "map": lambda scheme, round_: time_map(clients[scheme], args.tasks, round_),
+        "transfer": lambda scheme, round_: time_transfer(clients[scheme], round_),
     }
     for name, workload in dask_workloads.WORKLOADS.items():
         runs[name] = (lambda workload: lambda scheme, round_: time_workload(
