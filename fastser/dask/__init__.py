@@ -60,8 +60,8 @@ COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 
 
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
-    """One message's frames from `stream`, read into one buffer of their own (numpy.empty's:
-    transport.sock.receive_buffer), each of 64 KiB or more
+    """One message's frames from `stream`, read into one buffer of their own (numpy.empty's,
+    or an mmap from 32 MiB on: transport.sock.receive_buffer), each of 64 KiB or more
     at a 16-byte aligned offset: the frames are writeable, arrays on them aligned, and the
     pieces of a split payload adjacent, so loads joins them without a copy.
     The prelude is checked against `limits` before the buffer is allocated."""
