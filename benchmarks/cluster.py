@@ -77,8 +77,7 @@ def time_transfer(client: Any, round_: int) -> float:
     workers = sorted(client.scheduler_info()["workers"])
     made = client.map(chunk, range(TRANSFERS), workers=workers[:1],
                       key=[f"chunk-{round_}-{i}" for i in range(TRANSFERS)])
-    client.gather(client.map(len, made, workers=workers[:1],
-                             key=[f"len-{round_}-{i}" for i in range(TRANSFERS)]))
+    distributed.wait(made)
     start = time.perf_counter()
     read = client.map(first_item, made, workers=workers[1:],
                       key=[f"first-{round_}-{i}" for i in range(TRANSFERS)])

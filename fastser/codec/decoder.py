@@ -13,7 +13,6 @@ checked before decoding starts; a sentinel anywhere but first in an array is ref
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, cast
 
-
 from fastser.arguments import check_bool, check_optional
 from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
@@ -161,14 +160,15 @@ class DecodeState:
         self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
         return made
 
-    def sender_parts(self, header: Any, refs: Any) -> tuple[Any, Any]:
-        """A record's header and refs as the sender wrote them (lists_as_tuples made their
-        lists tuples)."""
+    def as_sent(self, value: Any) -> Any:
+        """A record's header or refs as the sender wrote them (lists_as_tuples made their
+        lists tuples). All empty tuples are one object: in a record an empty tuple reads
+        back as an empty list once any empty list was made a tuple (a payload header's
+        empty lists, which families write, outnumber its empty tuples)."""
         converted = self.converted
         if converted is None:
-            return header, refs
-        depth = self.decoder.limits.max_depth
-        return restored(header, converted, depth), restored(refs, converted, depth)
+            return value
+        return restored(value, converted, self.decoder.limits.max_depth)
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -210,7 +210,7 @@ class DecodeState:
                 raise located(exc, f"the payload {where(refs)}")
         if first is ARRAY_MARK:
             check_short_record(items)
-            ref = self.sender_parts(None, items[3])[1]
+            ref = self.as_sent(items[3])
             frame = self.payload().frame_at(ref)
             decoder = self.decoder
             direct = decoder.direct_loads.get() if decoder.deserialize else None
@@ -282,7 +282,7 @@ class DecodeState:
         its refs and the frames they name."""
         if len(items) != 3:
             raise DeserializationError("a payload record is not [mark, header, frames]")
-        header, refs = self.sender_parts(items[1], items[2])
+        header, refs = self.as_sent(items[1]), self.as_sent(items[2])
         if type(header) is not dict or type(refs) is not list:
             raise DeserializationError("a payload record is not [mark, header, frames]")
         payload = self.payload()
