@@ -8,7 +8,11 @@ W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
 `Decoder.loads` are the compiled methods the public functions reach (through a partial
 and a compiled function that checks the options); `reused Packer.pack` is the packing
 alone; `unpackb + no-op hooks` decodes fastser's own W1 header with hooks that do
-nothing.
+nothing, `unpackb, no hooks` with none (the bytes cost what the floor's do), and
+`unpackb + list_hook=tuple` with a C builtin as the list hook: the floor of any decoder
+that has msgpack show it each array (how a tuple's lead, a set or a record is seen
+inside msgpack's one pass), since msgpack calls a list hook through a generic call with
+an argument tuple, whatever the hook.
 
 W3 loads: what its ratio is made of. pickle with out-of-band buffers is the C baseline for
 the same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the
@@ -45,7 +49,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -131,6 +135,33 @@ def w1_loads() -> dict[str, Callable[[], Any]]:
         "unpackb + no-op hooks": lambda: msgpack.unpackb(
             header, ext_hook=no_op_ext_hook, list_hook=no_op_list_hook, raw=False,
             strict_map_key=False),
+        "unpackb, no hooks": lambda: msgpack.unpackb(header, strict_map_key=False),
+        "unpackb + list_hook=tuple": lambda: msgpack.unpackb(
+            header, list_hook=tuple, strict_map_key=False),
+    }
+
+
+def w1_loads_parts() -> dict[str, Callable[[], Any]]:
+    """What Decoder.loads does around msgpack's decode, each part called alone (from Python:
+    each line carries a call's ~20 ns that the compiled loads does not pay)."""
+    from fastser.codec.decoder import DecodeState
+    from fastser.codec.depth import holds_ext_minus_1
+    from fastser.codec.header import frame_list_of, header_body
+    from fastser.limits import DEFAULT_LIMITS
+
+    msg = workloads.control_message(7)
+    floor = msgpack.packb(msg, use_bin_type=True)
+    frames = workloads.received_one_buffer(fastser.dumps(msg))
+    decoder = fastser.Decoder()
+    frame_list = frame_list_of(frames)
+    body = cast(bytes, header_body(frame_list, DEFAULT_LIMITS)[1])  # a small header: bytes
+    return {
+        "msgpack.unpackb (the floor)": lambda: msgpack.unpackb(
+            floor, raw=False, use_list=False, strict_map_key=False),
+        "frames checked, header copied": lambda: header_body(frame_list, DEFAULT_LIMITS),
+        "the scan for msgpack timestamps": lambda: holds_ext_minus_1(body, 0),
+        "the state the hooks share": lambda: DecodeState(decoder, frame_list),
+        "an empty lambda (the call)": lambda: None,
     }
 
 
@@ -229,7 +260,8 @@ def main() -> None:
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
     gc.disable()  # as in suite.py
-    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W3 loads": w3_loads,
+    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W1 loads parts": w1_loads_parts,
+              "W3 loads": w3_loads,
               "W2 dumps": w2_dumps, "W5 loads": w5_loads}
     unknown = set(chosen) - set(groups)
     if unknown:
