@@ -10,6 +10,8 @@ process) run side by side; each round times, on one then the other (the order al
           submission, scheduling, execution and the return trip, per task;
   transfer 40 array chunks of 8 MB made on one worker, each read by a task on the other
           (worker-to-worker get_data, as x + x.T and shuffles move data);
+  push    client.scatter(hash=False) of 100 arrays of 1 MiB, alone: the transfer of the
+          scatter workload below, without its hashing and tasks (messages of ~50 MiB);
   and the whole computation of each real workload of traffic/dask_workloads.py (array
   reduction, x + x.T with a rechunk, groupby-aggregate, P2P and task shuffles, a map of
   10,000 tasks then gather, a scatter of 100 arrays), at --scale (array sides and rows).
@@ -87,6 +89,19 @@ def time_transfer(client: Any, round_: int) -> float:
     return elapsed
 
 
+PUSHED = 100  # arrays of 1 MiB
+
+
+def time_push(client: Any, round_: int) -> float:
+    import numpy
+    arrays = [numpy.full(2**17, float(round_ * PUSHED + i)) for i in range(PUSHED)]
+    start = time.perf_counter()
+    futures = client.scatter(arrays, hash=False)
+    elapsed = time.perf_counter() - start
+    client.cancel(futures)
+    return elapsed
+
+
 def time_workload(workload: Callable[[Any, float], Any], client: Any, scale: float) -> float:
     start = time.perf_counter()
     workload(client, scale)
@@ -98,8 +113,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--scale", type=float, default=0.5)
-    parser.add_argument("--only", default="", help="comma-separated: gather, map, transfer, or "
-                        "workloads of traffic/dask_workloads.py")
+    parser.add_argument("--only", default="", help="comma-separated: gather, map, transfer, "
+                        "push, or workloads of traffic/dask_workloads.py")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -112,6 +127,7 @@ def main() -> None:
         "gather": lambda scheme, round_: time_gather(clients[scheme], kept[scheme]),
         "map": lambda scheme, round_: time_map(clients[scheme], args.tasks, round_),
         "transfer": lambda scheme, round_: time_transfer(clients[scheme], round_),
+        "push": lambda scheme, round_: time_push(clients[scheme], round_),
     }
     for name, workload in dask_workloads.WORKLOADS.items():
         runs[name] = (lambda workload: lambda scheme, round_: time_workload(

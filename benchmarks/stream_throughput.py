@@ -6,11 +6,12 @@ Each run sends the payload from a thread and receives it in the main thread over
 connection on 127.0.0.1: fastser with send_msg(arr) / recv_msg (encode, prelude, sendmsg;
 receive into one fresh buffer, decode to a zero-copy array), plain with
 sock.sendall(payload bytes) / recv_into a buffer allocated and touched once before the runs
-(an upper bound: no encoding, no fresh pages), and plain-fresh, the same into a new anonymous
-mmap each run (what fastser's receive buffer is: it shows the cost of fresh pages alone).
+(an upper bound: no encoding, no fresh pages), and plain-fresh, the same into a new buffer
+from numpy.empty each run (what fastser's receive buffer is with numpy loaded: it shows the
+cost of fresh pages alone).
 Runs are interleaved (fastser, plain, plain-fresh, fastser, ...) and medians compared.
 Receive memory is measured in separate runs first: the tracemalloc peak (Python and numpy
-allocations; an mmap is not traced) and the growth of resident memory (VmRSS, and the peak
+allocations, fastser's receive buffer included) and the growth of resident memory (VmRSS, and the peak
 VmHWM after resetting it through /proc/self/clear_refs where Linux allows it); fastser's
 resident growth includes its receive buffer, i.e. the payload itself. Uses the fastser that
 `import fastser` finds (else this checkout's source tree); the output says which build.
@@ -18,7 +19,6 @@ resident growth includes its receive buffer, i.e. the payload itself. Uses the f
 
 import argparse
 import json
-import mmap
 import os
 import socket
 import statistics
@@ -97,7 +97,7 @@ class Bench:
         return self.plain_into(self.plain_view)
 
     def plain_fresh_run(self) -> Any:
-        return self.plain_into(memoryview(mmap.mmap(-1, self.payload.nbytes)))
+        return self.plain_into(memoryview(np.empty(self.payload.nbytes, np.uint8)))
 
     def plain_into(self, view: memoryview) -> memoryview:
         thread = in_thread(lambda: self.sender.sendall(self.payload))

@@ -4,6 +4,7 @@ tests, test_dask_bridge.py). Skipped without distributed (the dask extra). Every
 timeout, so a bug fails, not hangs."""
 
 import asyncio
+import contextlib
 import importlib.metadata
 import logging
 import operator
@@ -12,7 +13,7 @@ import shutil
 import socket
 import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from fastser import Decoder  # noqa: E402
 from fastser.codec.wire import WIRE_VERSION
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserTLSBackend, make_encoder)
+from streams import owner_of  # noqa: E402
 
 TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
 
@@ -385,7 +387,9 @@ def eof() -> None:
     raise EOFError
 
 
-async def truncated_payload() -> None:
+@contextlib.asynccontextmanager
+async def comm_pair() -> AsyncIterator[tuple[Any, Any]]:
+    """Two ends of one fastser:// connection in this process: (connecting, accepted)."""
     received: asyncio.Queue[Any] = asyncio.Queue()
 
     async def handle(comm: Any) -> None:
@@ -395,16 +399,54 @@ async def truncated_payload() -> None:
     async with listen("fastser://127.0.0.1", handle) as listener:
         comm = await connect(listener.contact_address, timeout=TIMEOUT)
         other = await received.get()
+        try:
+            yield comm, other
+        finally:
+            await comm.close()
+            await other.close()
+
+
+async def truncated_payload() -> None:
+    async with comm_pair() as (comm, other):
         await other.write({"data": DSerialize(EndsEarly())})
         # As on tcp://: EOFError while opening a payload closes the comm.
         with pytest.raises(CommClosedError, match="truncated"):
             await comm.read()
         assert comm.closed()
-        await other.close()
 
 
 def test_eof_in_a_payload_closes_the_comm() -> None:
     asyncio.run(asyncio.wait_for(truncated_payload(), TIMEOUT))
+
+
+def sent_arrays() -> dict[str, Any]:
+    return {"medium": np.arange(100_000, dtype=np.float64),  # 800 KB
+            "split": np.arange(400_000, dtype=np.float64),  # 3.2 MB, in 4 pieces at 1 MiB
+            "again": np.arange(150_000, dtype=np.float64) + 1}
+
+
+async def payloads_over_a_comm() -> dict[str, Any]:
+    async with comm_pair() as (comm, other):
+        other.max_shard_size = 2**20  # the sender splits at 1 MiB
+        await other.write({key: DSerialize(array) for key, array in sent_arrays().items()})
+        msg: dict[str, Any] = await comm.read()
+    return msg
+
+
+def test_a_message_arrives_in_one_buffer_and_split_payloads_join_in_place() -> None:
+    msg = asyncio.run(asyncio.wait_for(payloads_over_a_comm(), TIMEOUT))
+    for key, array in sent_arrays().items():
+        np.testing.assert_array_equal(msg[key], array)
+        assert msg[key].flags.writeable and msg[key].flags.aligned
+        assert msg[key].ctypes.data % 16 == 0
+    owners = {id(owner_of(array)) for array in msg.values()}
+    # One buffer from numpy.empty (numpy is loaded), read a frame at a time: the split
+    # array's four pieces (three of 1 MiB, one of 54,528 bytes) lie end to end in it and
+    # were joined there without a copy.
+    assert len(owners) == 1
+    owner = owner_of(msg["split"])
+    assert type(owner) is np.ndarray
+    assert owner.nbytes < 800_000 + 3_200_000 + 1_200_000 + 4096
 
 
 def test_lists_arrive_as_tuples_as_on_tcp() -> None:

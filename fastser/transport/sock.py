@@ -41,12 +41,12 @@ def iov_max() -> int:
 MAX_IOV: Final = iov_max()
 # Bytes handed to one send or recv call: 32-bit platforms and Windows take an int length.
 MAX_IO_BYTES: Final = 2**30
-# Messages of this size or more are received into an anonymous mmap, whose pages are
-# committed only as data arrives, so a prelude that passes the Limits does not make us
-# touch gigabytes before the bytes exist. Not lower: an mmap's pages are fresh, each a page
-# fault and a zeroing, where malloc serves smaller buffers from memory that earlier
-# messages freed (glibc's mmap threshold rises as large blocks are freed, up to 32 MiB on
-# 64-bit): 8 MiB took 5.8x as long into an mmap, about the same from 40 MiB on.
+# Without numpy, buffers of this size or more are anonymous mmaps, whose pages are
+# committed only as data arrives (a bytearray zeroes all of it first), so a prelude that
+# passes the Limits does not make us touch gigabytes before the bytes exist. Not lower: an
+# mmap's pages are fresh, each a page fault and a zeroing, where malloc serves smaller
+# buffers from memory that earlier messages freed (glibc's mmap threshold rises as large
+# blocks are freed, up to 32 MiB on 64-bit): 8 MiB took 5.8x as long into an mmap.
 MMAP_BYTES: Final = 32 * 2**20
 HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
 
@@ -154,21 +154,34 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
 
 
 def receive_buffer(size: int) -> memoryview:
-    """A writeable buffer of `size` bytes for one message's frames: from MMAP_BYTES on an
-    anonymous mmap; below, with numpy loaded, an array from numpy.empty, as distributed's
-    own reader allocates (never zeroed, unlike a bytearray), else a bytearray. numpy is
-    used, never imported: fastser loads it only for arrays. On a Dask cluster (2 worker
-    processes, 40 transfers of 8 MiB, medians of 7 rounds) fastser:// took 1.20x tcp://'s
-    time with a bytearray, 0.90x with numpy.empty. Not numpy above MMAP_BYTES: numpy asks
-    for transparent huge pages, whose faults may compact memory first; a scatter of 100 MiB
-    in one message ran 0.61x tcp:// with numpy.empty, 0.98x with the mmap. The bytes
+    """A writeable buffer of `size` bytes for one message's frames. With numpy loaded, an
+    array from numpy.empty, as distributed's own reader allocates: never zeroed, its pages
+    committed as bytes arrive, and from 4 MiB on backed by transparent huge pages (numpy
+    asks for them), which fault in ~4x faster than 4 KiB pages. tcp:// / fastser:// in
+    benchmarks/comm_receive.py, with an mmap of shared memory (the default for fileno -1)
+    from 32 MiB on, then with numpy.empty: one array of 100 MB 0.70x, 1.22x; a message of
+    50 arrays of 1 MiB 1.17x, 2.18x.
+    numpy is used, never imported: fastser loads it only for arrays. Without it, a
+    bytearray, or from MMAP_BYTES on private anonymous memory (anonymous_memory). The bytes
     outside the frames (alignment gaps) are never read."""
-    if size >= MMAP_BYTES:
-        return memoryview(mmap.mmap(-1, size))
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         return memoryview(numpy.empty(size, numpy.uint8))
+    if size >= MMAP_BYTES:
+        return memoryview(anonymous_memory(size))
     return memoryview(bytearray(size))
+
+
+def anonymous_memory(size: int) -> mmap.mmap:
+    """`size` bytes of private anonymous memory, marked for transparent huge pages where the
+    platform has them, as malloc would map them for numpy. mmap's default for fileno -1 is
+    shared memory, which gets no huge pages: 100 MB faulted in 51 ms there, 13 ms here."""
+    if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: no flags to choose
+        return mmap.mmap(-1, size)
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+    return memory
 
 
 def recv_full(sock: socket.socket,
