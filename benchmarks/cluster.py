@@ -11,7 +11,8 @@ process) run side by side; each round times, on one then the other (the order al
   transfer 40 array chunks of 8 MB made on one worker, each read by a task on the other
           (worker-to-worker get_data, as x + x.T and shuffles move data);
   push    client.scatter(hash=False) of 100 arrays of 1 MiB, alone: the transfer of the
-          scatter workload below, without its hashing and tasks (messages of ~50 MiB);
+          scatter workload below, without its hashing and tasks (one message of 100 MiB to
+          the scheduler, which forwards the payloads to the workers, ~50 MiB each);
   and the whole computation of each real workload of traffic/dask_workloads.py (array
   reduction, x + x.T with a rechunk, groupby-aggregate, P2P and task shuffles, a map of
   10,000 tasks then gather, a scatter of 100 arrays), at --scale (array sides and rows).

@@ -1,9 +1,10 @@
 """How the fastser:// comm receives a message, against the alternatives: the round trip of one
 message of arrays to a receiver process, over tcp://, over fastser:// as it is (one buffer per
 message from numpy.empty: transport.sock.receive_buffer, a read per frame of up to 1 MiB), and
-over fastser:// as it was or might be: with a read per run of adjacent frames, into an mmap of
-shared memory from 32 MiB on, or with a buffer of its own for each payload of 1 MiB or more
-(as tcp:// does; a split payload's pieces end to end in theirs), interleaved.
+over fastser:// as it was or might be: with a read per run of adjacent frames (of up to 1 GiB,
+or of up to 1 MiB), into an mmap of shared memory from 32 MiB on, or with a buffer of its own
+for each payload of 1 MiB or more (as tcp:// does; a split payload's pieces end to end in
+theirs), interleaved.
 
     python benchmarks/comm_receive.py [--rounds 20] [--shapes 50x1048576,5x8000000]
 
@@ -22,8 +23,8 @@ import struct
 import time
 from typing import Any
 
-RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// shared mmap",
-             "fastser:// a buffer per payload")
+RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// 1 MiB per run",
+             "fastser:// shared mmap", "fastser:// a buffer per payload")
 SHAPES = "50x1048576,5x8000000,1x100000000,1x40000000,10x100000,200x65536"
 OWN_BUFFER_BYTES = 2**20  # the smallest payload given a buffer of its own
 
@@ -52,8 +53,9 @@ def payload_layout(lengths: Any, split_size: int) -> tuple[list[int], list[tuple
 
 def alternative_reader(receiver: str) -> Any:
     """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
-    frames (of up to 1 GiB), into an mmap of shared memory from 32 MiB on, or into a buffer
-    per payload."""
+    frames of up to 1 GiB or of up to READ_BYTES, into an mmap of shared memory from 32 MiB
+    on, or into a buffer per payload. fastser.dask is never compiled, so the receiver's
+    module attribute can be replaced."""
     import mmap
     from distributed.comm.tcp import TCP
     from fastser.dask import READ_BYTES
@@ -88,8 +90,10 @@ def alternative_reader(receiver: str) -> Any:
             view = memoryview(mmap.mmap(-1, size))
         else:
             view = receive_buffer(size)
-        if receiver.endswith("a read per run"):
+        if receiver.endswith("a read per run"):  # as the comm read before READ_BYTES
             spans, step = frame_runs(lengths), 2**30
+        elif receiver.endswith("1 MiB per run"):
+            spans, step = frame_runs(lengths), READ_BYTES
         else:  # as the comm reads: a read per frame, of up to READ_BYTES
             spans, step, end = [], READ_BYTES, 0
             for length in lengths:
@@ -174,14 +178,14 @@ def main() -> None:
         for process in processes:
             process.terminate()
     print(f"medians of {args.rounds} interleaved rounds; ratio: tcp:// / this (above 1: faster)")
-    print(f"{'message':>22s}" + "".join(f"{receiver:>32s}" for receiver in RECEIVERS))
+    print(f"{'message':>22s}" + "".join(f"{receiver:>26s}" for receiver in RECEIVERS))
     for (count, size), by_receiver in times.items():
         cells = []
         for receiver in RECEIVERS:
             ratio = statistics.median(
                 a / b for a, b in zip(by_receiver["tcp://"], by_receiver[receiver]))
             cells.append(f"{statistics.median(by_receiver[receiver]) * 1e3:10.2f} ms {ratio:5.2f}x")
-        print(f"{f'{count} x {size:,} B':>22s}" + "".join(f"{cell:>32s}" for cell in cells))
+        print(f"{f'{count} x {size:,} B':>22s}" + "".join(f"{cell:>26s}" for cell in cells))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ from numpy.empty each run (what fastser's receive buffer is with numpy loaded: i
 cost of fresh pages alone).
 Runs are interleaved (fastser, plain, plain-fresh, fastser, ...) and medians compared.
 Receive memory is measured in separate runs first: the tracemalloc peak (Python and numpy
-allocations, fastser's receive buffer included) and the growth of resident memory (VmRSS, and the peak
-VmHWM after resetting it through /proc/self/clear_refs where Linux allows it); fastser's
+allocations, fastser's receive buffer included) and the growth of resident memory (VmRSS,
+and the peak VmHWM after resetting it through /proc/self/clear_refs where Linux allows it);
+fastser's
 resident growth includes its receive buffer, i.e. the payload itself. Uses the fastser that
 `import fastser` finds (else this checkout's source tree); the output says which build.
 """

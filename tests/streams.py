@@ -36,13 +36,23 @@ def peak_allocation(action: Callable[[], Any]) -> int:
         tracemalloc.stop()
 
 
-def rss_bytes() -> int:
-    """This process's resident set size (Linux)."""
+def rss_bytes(field: str = "VmRSS") -> int:
+    """This process's resident set size, or its peak with field="VmHWM" (Linux)."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_rss_growth(action: Callable[[], Any]) -> int:
+    """How far this process's resident set grew above its size before `action`, at its
+    peak while `action` ran (Linux 4.0+, which lets a process reset its peak)."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # VmHWM := VmRSS
+    before = rss_bytes()
+    action()
+    return rss_bytes("VmHWM") - before
 
 
 def small_message(i: int) -> Any:

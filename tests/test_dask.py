@@ -419,34 +419,47 @@ def test_eof_in_a_payload_closes_the_comm() -> None:
     asyncio.run(asyncio.wait_for(truncated_payload(), TIMEOUT))
 
 
-def sent_arrays() -> dict[str, Any]:
-    return {"medium": np.arange(100_000, dtype=np.float64),  # 800 KB
-            "split": np.arange(400_000, dtype=np.float64),  # 3.2 MB, in 4 pieces at 1 MiB
-            "again": np.arange(150_000, dtype=np.float64) + 1}
+SHARD = 3 * 2**20  # the sender's split size in the test below, above READ_BYTES (1 MiB)
+
+
+def sent_payloads() -> dict[str, Any]:
+    return {"odd": b"o" * 65_537,  # an odd-sized frame: the next one starts after a gap
+            "medium": np.arange(100_000, dtype=np.float64),  # 800 KB
+            "split": np.arange(875_000, dtype=np.float64),  # 7 MB: 3 MiB, 3 MiB, 708,544 B
+            "again": np.arange(150_000, dtype=np.float64) + 1}  # 1.2 MB
 
 
 async def payloads_over_a_comm() -> dict[str, Any]:
     async with comm_pair() as (comm, other):
-        other.max_shard_size = 2**20  # the sender splits at 1 MiB
-        await other.write({key: DSerialize(array) for key, array in sent_arrays().items()})
+        other.max_shard_size = SHARD
+        await other.write({key: DSerialize(value) if key != "odd" else value
+                           for key, value in sent_payloads().items()})
         msg: dict[str, Any] = await comm.read()
     return msg
 
 
 def test_a_message_arrives_in_one_buffer_and_split_payloads_join_in_place() -> None:
+    # The frames the sender writes: the header, then one per payload but the split one's 3.
+    sent = make_encoder(None, "message", {}, SHARD).dumps(
+        {key: DSerialize(value) if key != "odd" else value
+         for key, value in sent_payloads().items()})
+    assert [memoryview(frame).nbytes for frame in sent[1:]] == [
+        65_537, 800_000, SHARD, SHARD, 7_000_000 - 2 * SHARD, 1_200_000]
     msg = asyncio.run(asyncio.wait_for(payloads_over_a_comm(), TIMEOUT))
-    for key, array in sent_arrays().items():
+    assert msg["odd"] == b"o" * 65_537
+    arrays = {key: value for key, value in sent_payloads().items() if key != "odd"}
+    for key, array in arrays.items():
         np.testing.assert_array_equal(msg[key], array)
         assert msg[key].flags.writeable and msg[key].flags.aligned
         assert msg[key].ctypes.data % 16 == 0
-    owners = {id(owner_of(array)) for array in msg.values()}
-    # One buffer from numpy.empty (numpy is loaded), read a frame at a time: the split
-    # array's four pieces (three of 1 MiB, one of 54,528 bytes) lie end to end in it and
-    # were joined there without a copy.
+    # One buffer from numpy.empty (numpy is loaded), each frame read into its place in
+    # pieces of up to READ_BYTES: the split array's pieces lie end to end in it and were
+    # joined there without a copy (a copy would be a bytearray of its own).
+    owners = {id(owner_of(msg[key])) for key in arrays}
     assert len(owners) == 1
     owner = owner_of(msg["split"])
     assert type(owner) is np.ndarray
-    assert owner.nbytes < 800_000 + 3_200_000 + 1_200_000 + 4096
+    assert owner.nbytes < sum(memoryview(frame).nbytes for frame in sent) + 4096
 
 
 def test_lists_arrive_as_tuples_as_on_tcp() -> None:

@@ -58,10 +58,11 @@ DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
                             max_message_bytes=max(2**32, int(MEMORY_LIMIT) // 2))
 # Compressors distributed may agree on that fastser also writes.
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
-# The most one read from the stream asks for. A read per frame, of at most this, fills a
-# message faster than a read per run of adjacent frames of up to 1 GiB; tcp:// / fastser://
-# in benchmarks/comm_receive.py, per run then per frame: 200 frames of 64 KiB 1.53x, 2.86x;
-# one array of 100 MB 1.08x, 1.22x; 5 of 8 MB 1.06x, 1.18x; 50 of 1 MiB 2.39x, 2.18x.
+# The most one read from the stream asks for, and the stream is read a frame at a time:
+# tornado fills smaller reads faster. tcp:// / fastser:// in benchmarks/comm_receive.py, with
+# a read per run of adjacent frames of up to 1 GiB, of up to 1 MiB, then a read per frame of
+# up to 1 MiB: 200 frames of 64 KiB 1.50x, 1.53x, 2.94x; one array of 100 MB 1.08x, 1.23x,
+# 1.34x; 50 arrays of 1 MiB 2.03x, 2.35x, 2.02x (about +-10 % between runs).
 READ_BYTES: Final = 2**20
 
 

@@ -186,8 +186,8 @@ def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
                  gaps: bool = False, place: bool = False) -> list[memoryview]:
     """The frames as slices of `view` from `start` on: laid out by frame_start when `gaps`
     (frame_layout's), else end to end. `place`: `view` is a reader's own buffer (a view of
-    all of its bytearray or mmap), whose large frames are placed (frames.placed) so that loads
-    joins split pieces by their place."""
+    all of it), whose large frames are placed (frames.placed) so that loads joins split
+    pieces by their place."""
     # Zero-copy: every frame is a slice of `view`, so it aliases the memory under it.
     frames: list[memoryview] = []
     placed = False  # whether the frame before was placed

@@ -46,7 +46,7 @@ MAX_IO_BYTES: Final = 2**30
 # passes the Limits does not make us touch gigabytes before the bytes exist. Not lower: an
 # mmap's pages are fresh, each a page fault and a zeroing, where malloc serves smaller
 # buffers from memory that earlier messages freed (glibc's mmap threshold rises as large
-# blocks are freed, up to 32 MiB on 64-bit): 8 MiB took 5.8x as long into an mmap.
+# blocks are freed, up to 32 MiB on 64-bit): 8 MiB took 5.8x as long into a shared mmap.
 MMAP_BYTES: Final = 32 * 2**20
 HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
 
@@ -159,8 +159,8 @@ def receive_buffer(size: int) -> memoryview:
     committed as bytes arrive, and from 4 MiB on backed by transparent huge pages (numpy
     asks for them), which fault in ~4x faster than 4 KiB pages. tcp:// / fastser:// in
     benchmarks/comm_receive.py, with an mmap of shared memory (the default for fileno -1)
-    from 32 MiB on, then with numpy.empty: one array of 100 MB 0.70x, 1.22x; a message of
-    50 arrays of 1 MiB 1.17x, 2.18x.
+    from 32 MiB on, then with numpy.empty: one array of 100 MB 0.68x, 1.34x; a message of
+    50 arrays of 1 MiB 1.05x, 2.02x.
     numpy is used, never imported: fastser loads it only for arrays. Without it, a
     bytearray, or from MMAP_BYTES on private anonymous memory (anonymous_memory). The bytes
     outside the frames (alignment gaps) are never read."""
@@ -178,9 +178,12 @@ def anonymous_memory(size: int) -> mmap.mmap:
     shared memory, which gets no huge pages: 100 MB faulted in 51 ms there, 13 ms here."""
     if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: no flags to choose
         return mmap.mmap(-1, size)
-    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # fileno -1 adds MAP_ANONYMOUS
     if hasattr(mmap, "MADV_HUGEPAGE"):
-        memory.madvise(mmap.MADV_HUGEPAGE)
+        try:
+            memory.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:  # a kernel built without transparent huge pages: 4 KiB pages
+            pass
     return memory
 
 
