@@ -1,10 +1,11 @@
 """How the fastser:// comm receives a message, against the alternatives: the round trip of one
 message of arrays to a receiver process, over tcp://, over fastser:// as it is (one buffer per
-message from numpy.empty: transport.sock.receive_buffer, a read per frame of up to 1 MiB), and
-over fastser:// as it was or might be: with a read per run of adjacent frames (of up to 1 GiB,
-or of up to 1 MiB), into an mmap of shared memory from 32 MiB on, or with a buffer of its own
-for each payload of 1 MiB or more (as tcp:// does; a split payload's pieces end to end in
-theirs), interleaved.
+message, transport.sock.receive_buffer's; a read per frame of up to 1 MiB), and over fastser://
+as it was or might be: with a read per run of adjacent frames (of up to 1 GiB, or of up to
+1 MiB), into an mmap of shared memory from 32 MiB on, into numpy.empty's buffer at every size,
+or with a buffer of its own for each payload of 1 MiB or more (as tcp:// does; a split
+payload's pieces end to end in theirs), interleaved. On a fresh machine; a cluster whose
+memory has been churned (benchmarks/cluster.py's full run) may rank them otherwise.
 
     python benchmarks/comm_receive.py [--rounds 20] [--shapes 50x1048576,5x8000000]
 
@@ -24,7 +25,7 @@ import time
 from typing import Any
 
 RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// 1 MiB per run",
-             "fastser:// shared mmap", "fastser:// a buffer per payload")
+             "fastser:// shared mmap", "fastser:// numpy.empty", "fastser:// a buffer per payload")
 SHAPES = "50x1048576,5x8000000,1x100000000,1x40000000,10x100000,200x65536"
 OWN_BUFFER_BYTES = 2**20  # the smallest payload given a buffer of its own
 
@@ -54,9 +55,12 @@ def payload_layout(lengths: Any, split_size: int) -> tuple[list[int], list[tuple
 def alternative_reader(receiver: str) -> Any:
     """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
     frames of up to 1 GiB or of up to READ_BYTES, into an mmap of shared memory from 32 MiB
-    on, or into a buffer per payload. fastser.dask is never compiled, so the receiver's
-    module attribute can be replaced."""
+    on, into numpy.empty's buffer at every size (transparent huge pages from 4 MiB on), or
+    into a buffer per payload. fastser.dask is never compiled, so the receiver's module
+    attribute can be replaced."""
     import mmap
+
+    import numpy
     from distributed.comm.tcp import TCP
     from fastser.dask import READ_BYTES
     from fastser.frames.placed import PLACED_MIN_BYTES, place
@@ -88,6 +92,8 @@ def alternative_reader(receiver: str) -> Any:
         gaps, size = frame_layout(lengths)
         if receiver.endswith("shared mmap") and size >= 32 * 2**20:
             view = memoryview(mmap.mmap(-1, size))
+        elif receiver.endswith("numpy.empty"):
+            view = memoryview(numpy.empty(size, numpy.uint8))
         else:
             view = receive_buffer(size)
         if receiver.endswith("a read per run"):  # as the comm read before READ_BYTES

@@ -6,12 +6,12 @@ Each run sends the payload from a thread and receives it in the main thread over
 connection on 127.0.0.1: fastser with send_msg(arr) / recv_msg (encode, prelude, sendmsg;
 receive into one fresh buffer, decode to a zero-copy array), plain with
 sock.sendall(payload bytes) / recv_into a buffer allocated and touched once before the runs
-(an upper bound: no encoding, no fresh pages), and plain-fresh, the same into a new buffer
-from numpy.empty each run (what fastser's receive buffer is with numpy loaded: it shows the
-cost of fresh pages alone).
+(an upper bound: no encoding, no fresh pages), and plain-fresh, the same into a new private
+anonymous mmap each run (what fastser's receive buffer is: it shows the cost of fresh pages
+alone).
 Runs are interleaved (fastser, plain, plain-fresh, fastser, ...) and medians compared.
 Receive memory is measured in separate runs first: the tracemalloc peak (Python and numpy
-allocations, fastser's receive buffer included) and the growth of resident memory (VmRSS,
+allocations; an mmap is not traced) and the growth of resident memory (VmRSS,
 and the peak VmHWM after resetting it through /proc/self/clear_refs where Linux allows it);
 fastser's
 resident growth includes its receive buffer, i.e. the payload itself. Uses the fastser that
@@ -38,6 +38,7 @@ except ModuleNotFoundError:  # not installed: use the source tree this script be
     import fastser
 from fastser import Encoder
 from fastser.sock import recv_msg, send_msg
+from fastser.transport.sock import anonymous_memory
 
 MiB = 2**20
 
@@ -98,7 +99,7 @@ class Bench:
         return self.plain_into(self.plain_view)
 
     def plain_fresh_run(self) -> Any:
-        return self.plain_into(memoryview(np.empty(self.payload.nbytes, np.uint8)))
+        return self.plain_into(memoryview(anonymous_memory(self.payload.nbytes)))
 
     def plain_into(self, view: memoryview) -> memoryview:
         thread = in_thread(lambda: self.sender.sendall(self.payload))

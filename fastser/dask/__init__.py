@@ -61,8 +61,8 @@ COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 # The most one read from the stream asks for, and the stream is read a frame at a time:
 # tornado fills smaller reads faster. tcp:// / fastser:// in benchmarks/comm_receive.py, with
 # a read per run of adjacent frames of up to 1 GiB, of up to 1 MiB, then a read per frame of
-# up to 1 MiB: 200 frames of 64 KiB 1.50x, 1.53x, 2.94x; one array of 100 MB 1.08x, 1.23x,
-# 1.34x; 50 arrays of 1 MiB 2.03x, 2.35x, 2.02x (about +-10 % between runs).
+# up to 1 MiB: 200 frames of 64 KiB 1.62x, 1.86x, 2.16x; 10 of 100 KB 1.50x, 2.29x, 2.29x;
+# one array of 100 MB 0.67x, 0.72x, 0.74x; 50 arrays of 1 MiB 1.03x, 1.10x, 1.10x.
 READ_BYTES: Final = 2**20
 
 

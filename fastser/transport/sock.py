@@ -41,12 +41,12 @@ def iov_max() -> int:
 MAX_IOV: Final = iov_max()
 # Bytes handed to one send or recv call: 32-bit platforms and Windows take an int length.
 MAX_IO_BYTES: Final = 2**30
-# Without numpy, buffers of this size or more are anonymous mmaps, whose pages are
-# committed only as data arrives (a bytearray zeroes all of it first), so a prelude that
-# passes the Limits does not make us touch gigabytes before the bytes exist. Not lower: an
-# mmap's pages are fresh, each a page fault and a zeroing, where malloc serves smaller
-# buffers from memory that earlier messages freed (glibc's mmap threshold rises as large
-# blocks are freed, up to 32 MiB on 64-bit): 8 MiB took 5.8x as long into a shared mmap.
+# Messages of this size or more are received into an anonymous mmap, whose pages are
+# committed only as data arrives, so a prelude that passes the Limits does not make us
+# touch gigabytes before the bytes exist. Not lower: an mmap's pages are fresh, each a page
+# fault and a zeroing, where malloc serves smaller buffers from memory that earlier
+# messages freed (glibc's mmap threshold rises as large blocks are freed, up to 32 MiB on
+# 64-bit): 8 MiB took 5.8x as long into a (shared) mmap.
 MMAP_BYTES: Final = 32 * 2**20
 HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
 
@@ -154,37 +154,31 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
 
 
 def receive_buffer(size: int) -> memoryview:
-    """A writeable buffer of `size` bytes for one message's frames. With numpy loaded, an
-    array from numpy.empty, as distributed's own reader allocates: never zeroed, its pages
-    committed as bytes arrive, and from 4 MiB on backed by transparent huge pages (numpy
-    asks for them), which fault in ~4x faster than 4 KiB pages. tcp:// / fastser:// in
-    benchmarks/comm_receive.py, with an mmap of shared memory (the default for fileno -1)
-    from 32 MiB on, then with numpy.empty: one array of 100 MB 0.68x, 1.34x; a message of
-    50 arrays of 1 MiB 1.05x, 2.02x.
-    numpy is used, never imported: fastser loads it only for arrays. Without it, a
-    bytearray, or from MMAP_BYTES on private anonymous memory (anonymous_memory). The bytes
-    outside the frames (alignment gaps) are never read."""
+    """A writeable buffer of `size` bytes for one message's frames: from MMAP_BYTES on,
+    private anonymous memory (anonymous_memory); below, with numpy loaded, an array from
+    numpy.empty, as distributed's own reader allocates (never zeroed, unlike a bytearray),
+    else a bytearray. numpy is used, never imported: fastser loads it only for arrays. The
+    bytes outside the frames (alignment gaps) are never read."""
+    if size >= MMAP_BYTES:
+        return memoryview(anonymous_memory(size))
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         return memoryview(numpy.empty(size, numpy.uint8))
-    if size >= MMAP_BYTES:
-        return memoryview(anonymous_memory(size))
     return memoryview(bytearray(size))
 
 
 def anonymous_memory(size: int) -> mmap.mmap:
-    """`size` bytes of private anonymous memory, marked for transparent huge pages where the
-    platform has them, as malloc would map them for numpy. mmap's default for fileno -1 is
-    shared memory, which gets no huge pages: 100 MB faulted in 51 ms there, 13 ms here."""
+    """`size` bytes of private anonymous memory, in 4 KiB pages. Not mmap's default for
+    fileno -1, shared memory, whose pages fault in slower (100 MB in 51 ms, 35 ms here).
+    Not transparent huge pages either (numpy.empty asks for them from 4 MiB on), though
+    they fault in faster on a fresh machine (13 ms; in benchmarks/comm_receive.py a 100 MB
+    array took 0.92x tcp://'s time with numpy.empty, 0.74x here): on a cluster that has
+    run a while they cost more. In one full run each of benchmarks/cluster.py, 40 transfers
+    of 8 MB chunks worker to worker took 0.94x tcp://'s time with numpy.empty here, 2.65x
+    with this mmap; a scatter of 100 arrays of 1 MiB 0.72x and 1.00x."""
     if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: no flags to choose
         return mmap.mmap(-1, size)
-    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # fileno -1 adds MAP_ANONYMOUS
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        try:
-            memory.madvise(mmap.MADV_HUGEPAGE)
-        except OSError:  # a kernel built without transparent huge pages: 4 KiB pages
-            pass
-    return memory
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # fileno -1 adds MAP_ANONYMOUS
 
 
 def recv_full(sock: socket.socket,
