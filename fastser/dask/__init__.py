@@ -69,9 +69,10 @@ READ_BYTES: Final = 2**20
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     """One message's frames from `stream`, read into one buffer of their own
     (transport.sock.receive_buffer: numpy.empty's, or private anonymous memory from 32 MiB
-    on), each of 64 KiB or more at a 16-byte aligned offset: the frames are writeable, arrays on them aligned, and
-    the pieces of a split payload adjacent, so loads joins them without a copy.
-    The prelude is checked against `limits` before the buffer is allocated."""
+    on), each of 64 KiB or more at a 16-byte aligned offset: the frames are writeable,
+    arrays on them aligned, and the pieces of a split payload adjacent, so loads joins them
+    without a copy. The prelude is checked against `limits` before the buffer is
+    allocated."""
     head = await stream.read_bytes(WORD)
     count = check_count(COUNT.unpack_from(head, 0)[0], limits)
     lengths: tuple[int, ...] = ()
