@@ -3,8 +3,9 @@ message of arrays to a receiver process, over tcp://, over fastser:// as it is (
 message, transport.sock.receive_buffer's; a read per frame of up to 1 MiB), and over fastser://
 as it was or might be: with a read per run of adjacent frames (of up to 1 GiB, or of up to
 1 MiB), into an mmap of shared memory from 32 MiB on, into numpy.empty's buffer at every size,
-or with a buffer of its own for each payload of 1 MiB or more (as tcp:// does; a split
-payload's pieces end to end in theirs), interleaved. On a fresh machine; a cluster whose
+with a buffer of its own for each payload of 1 MiB or more (as tcp:// does; a split
+payload's pieces end to end in theirs), or without the mmap's pages faulted in ahead of each
+read (transport.sock.populate), interleaved. On a fresh machine; a cluster whose
 memory has been churned (benchmarks/cluster.py's full run) may rank them otherwise.
 
     python benchmarks/comm_receive.py [--rounds 20] [--shapes 50x1048576,5x8000000]
@@ -25,7 +26,8 @@ import time
 from typing import Any
 
 RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// 1 MiB per run",
-             "fastser:// shared mmap", "fastser:// numpy.empty", "fastser:// a buffer per payload")
+             "fastser:// shared mmap", "fastser:// numpy.empty", "fastser:// a buffer per payload",
+             "fastser:// not populated")
 SHAPES = "50x1048576,5x8000000,1x100000000,1x40000000,10x100000,200x65536"
 OWN_BUFFER_BYTES = 2**20  # the smallest payload given a buffer of its own
 
@@ -55,18 +57,17 @@ def payload_layout(lengths: Any, split_size: int) -> tuple[list[int], list[tuple
 def alternative_reader(receiver: str) -> Any:
     """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
     frames of up to 1 GiB or of up to READ_BYTES, into an mmap of shared memory from 32 MiB
-    on, into numpy.empty's buffer at every size (transparent huge pages from 4 MiB on), or
-    into a buffer per payload. fastser.dask is never compiled, so the receiver's module
+    on, into numpy.empty's buffer at every size (transparent huge pages from 4 MiB on), into
+    a buffer per payload, or with no populate before each read. fastser.dask is never compiled, so the receiver's module
     attribute can be replaced."""
     import mmap
 
     import numpy
     from distributed.comm.tcp import TCP
-    from fastser.dask import READ_BYTES
     from fastser.frames.placed import PLACED_MIN_BYTES, place
     from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, frame_layout,
                                        frame_runs, frame_start, slice_frames)
-    from fastser.transport.sock import receive_buffer
+    from fastser.transport.sock import READ_BYTES, populate, receive_buffer
 
     async def read_frames(stream: Any, limits: Any) -> list[memoryview]:
         count = check_count(COUNT.unpack_from(await stream.read_bytes(WORD), 0)[0], limits)
@@ -82,6 +83,8 @@ def alternative_reader(receiver: str) -> Any:
             for length, (buffer, start) in zip(lengths, places):
                 frame = buffers[buffer][start:start + length]
                 for offset in range(0, length, READ_BYTES):
+                    populate(buffers[buffer], start + offset,
+                             start + min(offset + READ_BYTES, length))
                     await stream.read_into(frame[offset:offset + READ_BYTES])
                 placed = length >= PLACED_MIN_BYTES or (placed and before == (buffer, start))
                 if placed:
@@ -108,6 +111,8 @@ def alternative_reader(receiver: str) -> Any:
                 spans.append((start, end))
         for start, stop in spans:
             for piece in range(start, stop, step):
+                if not receiver.endswith("not populated"):
+                    populate(view, piece, min(piece + step, stop))
                 await stream.read_into(view[piece:min(piece + step, stop)])
         return slice_frames(view, lengths, 0, gaps, True)
     return read_frames

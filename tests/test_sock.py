@@ -24,11 +24,11 @@ from strategies import rounds
 from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, check_aligned,
                      check_compressed, check_large_arrays, compressed_messages,
                      misaligning_message, mutated, owner_of, peak_allocation,
-                     peak_rss_growth, small_message, stream_to_mutate)
+                     peak_rss_growth, rss_bytes, small_message, stream_to_mutate)
 
 from fastser.frames.stream import COALESCE_BYTES, coalesce
-from fastser.transport.sock import (MAX_IOV, MMAP_BYTES, receive_buffer, sendall_each,
-                                   sendmsg_all)
+from fastser.transport.sock import (MAX_IOV, MMAP_BYTES, populate, receive_buffer,
+                                   sendall_each, sendmsg_all)
 from fastser.sock import recv_msg, send_msg
 
 TIMEOUT = 10.0  # seconds; every socket here times out rather than hang the suite
@@ -136,6 +136,30 @@ def test_large_receive_buffers_are_private_memory() -> None:
                 break
         else:
             raise AssertionError(f"no mapping holds {start:#x}")
+
+
+def linux_at_least(major: int, minor: int) -> bool:
+    release = os.uname().release.split(".")
+    return sys.platform == "linux" and (int(release[0]), int(release[1].split("-")[0])) >= (
+        major, minor)
+
+
+@pytest.mark.skipif(not linux_at_least(5, 14), reason="MADV_POPULATE_WRITE: Linux 5.14")
+def test_populate_faults_in_the_span_asked_for_and_no_more() -> None:
+    buffer = receive_buffer(MMAP_BYTES)
+    before = rss_bytes()
+    populate(buffer, 4 * MiB + 100, 12 * MiB)  # an unaligned start: madvise's is aligned
+    grown = rss_bytes() - before
+    assert 8 * MiB - 4096 <= grown < 10 * MiB
+    buffer[4 * MiB + 100:12 * MiB] = b"p" * (8 * MiB - 100)  # the pages are writeable
+    assert buffer[12 * MiB - 1] == ord("p") and buffer[12 * MiB] == 0
+
+
+def test_populate_skips_buffers_that_are_not_mmaps() -> None:
+    # numpy.empty's and bytearrays come from memory that earlier messages freed.
+    for buffer in (receive_buffer(MiB), memoryview(bytearray(MiB))):
+        populate(buffer, 100, MiB)
+        assert buffer.nbytes == MiB
 
 
 def test_arrays_arrive_aligned_after_odd_frames_and_split_pieces_stay_adjacent() -> None:

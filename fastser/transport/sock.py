@@ -49,6 +49,12 @@ MAX_IO_BYTES: Final = 2**30
 # 64-bit): 8 MiB took 5.8x as long into a (shared) mmap.
 MMAP_BYTES: Final = 32 * 2**20
 HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
+# The most one read into a receive buffer asks for, and so how far ahead of the bytes that
+# arrived its pages are faulted in (populate). fastser.dask reads a frame at a time, in
+# reads of this size (tornado fills smaller reads faster: see there).
+READ_BYTES: Final = 2**20
+# madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14), which Python's mmap module does not name.
+POPULATE_WRITE: Final = 23
 
 
 def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -> int:
@@ -144,11 +150,15 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
     view = receive_buffer(size)
     got = 0
     for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
-        received, reset = recv_full(sock, view[start:stop])
-        got += received
-        if received < stop - start:
-            where = f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes received"
-            raise truncated(where, reset)
+        for piece in range(start, stop, READ_BYTES):
+            end = min(piece + READ_BYTES, stop)
+            populate(view, piece, end)
+            received, reset = recv_full(sock, view[piece:end])
+            got += received
+            if received < end - piece:
+                where = (f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes "
+                         f"received")
+                raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
     return decoder.loads(slice_frames(view, lengths, 0, gaps, True))
 
@@ -173,14 +183,34 @@ def anonymous_memory(size: int) -> mmap.mmap:
     """`size` bytes of private anonymous memory, in 4 KiB pages. Not mmap's default for
     fileno -1, shared memory, whose pages fault in slower (100 MB in 51 ms, 35 ms here).
     Not transparent huge pages either (numpy.empty asks for them from 4 MiB on), though
-    they fault in faster on a fresh machine (13 ms; in benchmarks/comm_receive.py a 100 MB
-    array took 0.92x tcp://'s time with numpy.empty, 0.74x here): on a cluster that has
-    run a while they cost more. In one full run each of benchmarks/cluster.py, 40 transfers
-    of 8 MB chunks worker to worker took 0.94x tcp://'s time with numpy.empty here, 2.65x
-    with this mmap; a scatter of 100 arrays of 1 MiB 0.72x and 1.00x."""
+    they fault in faster on a fresh machine (13 ms; populate brings these pages level, see
+    there): on a cluster that has run a while they cost more. In one full run each of
+    benchmarks/cluster.py, 40 transfers of 8 MB chunks worker to worker took 0.94x
+    tcp://'s time with numpy.empty here, 2.65x with this mmap; a scatter of 100 arrays of
+    1 MiB 0.72x and 1.00x."""
     if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: no flags to choose
         return mmap.mmap(-1, size)
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # fileno -1 adds MAP_ANONYMOUS
+
+
+def populate(view: memoryview, start: int, stop: int) -> None:
+    """Fault in bytes `start` to `stop` of `view`, a whole receive buffer, just before they
+    are read into it: private anonymous memory (anonymous_memory) on Linux, in one madvise
+    call instead of a page fault per 4 KiB page as the read writes. Bounded: callers ask
+    for the span of one read, never for what a prelude announces. In
+    benchmarks/comm_receive.py, tcp:// / fastser:// without and with: one array of 100 MB
+    0.78x and 1.01x, of 40 MB 0.78x and 0.90x, 5 of 8 MB 0.80x and 1.10x (numpy.empty's
+    huge pages: 0.99x, 1.08x, 0.98x, but not on a cluster that has run a while)."""
+    if sys.platform != "linux":
+        return
+    memory = view.obj
+    if not isinstance(memory, mmap.mmap):  # small buffers come from memory freed before
+        return
+    first = start - start % mmap.PAGESIZE  # madvise takes a page-aligned start
+    try:
+        memory.madvise(POPULATE_WRITE, first, stop - first)
+    except OSError:  # EINVAL before Linux 5.14: the read faults the pages in itself
+        pass
 
 
 def recv_full(sock: socket.socket,
