@@ -2,7 +2,9 @@
 by capture.py and synthesize.py), dumps and loads of fastser compiled and pure as its
 fastser:// comm calls them, beside distributed.protocol as its tcp:// comm calls them,
 pickle protocol 5 and msgspec (where the message is plain msgpack); then the whole recorded
-mix, each kind weighted by how many messages of it the cluster sent.
+mix, each kind weighted by how many messages of it the cluster sent, and per workload of the
+capture the codec time of the messages it sent (a ceiling on what a faster codec saves of
+its wall time in benchmarks/cluster.py).
 
     python benchmarks/traffic/bench.py --compiled PY1 --pure PY2 [--rounds N] [--only K1,K2]
                                        [--corpus PATH] [--json]
@@ -63,7 +65,34 @@ def mix_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def report(corpus: dict[str, Any], results: dict[str, Any], totals: dict[str, Any]) -> str:
+def workload_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]:
+    """Per workload of the capture: its recorded messages (of the kinds measured) and their
+    bytes, each kind's at its mean size, and the median over rounds of the time distributed
+    and fastser compiled spend encoding and decoding them (each kind's dumps + loads, times
+    the messages of it the workload sent): the most a comm's codec can save of one run."""
+    out: dict[str, Any] = {}
+    for name, result in results.items():
+        entry = kinds[name]
+        for workload, count in entry["workloads"].items():
+            row = out.setdefault(workload, {"messages": 0, "bytes": 0.0, "rounds": {}})
+            row["messages"] += count
+            row["bytes"] += count * entry["bytes"] / entry["messages"]
+            for label in ("distributed", suite.COMPILED):
+                samples = result["samples_us"].get(label)
+                if samples is None:
+                    continue
+                summed = [count * (d + l) for d, l in zip(samples["dumps"], samples["loads"])]
+                before = row["rounds"].get(label)
+                row["rounds"][label] = summed if before is None else [
+                    a + b for a, b in zip(before, summed)]
+    for row in out.values():
+        row["seconds"] = {label: statistics.median(rounds) / 1e6
+                          for label, rounds in row.pop("rounds").items()}
+    return out
+
+
+def report(corpus: dict[str, Any], results: dict[str, Any], totals: dict[str, Any],
+           workloads: dict[str, Any]) -> str:
     kinds = {entry["kind"]: entry for entry in corpus["kinds"]}
     lines = [f"corpus: {len(kinds)} kinds, {corpus['coverage']['messages']:.1%} of "
              f"{corpus['messages']:,} messages and {corpus['coverage']['bytes']:.1%} of "
@@ -88,6 +117,17 @@ def report(corpus: dict[str, Any], results: dict[str, Any], totals: dict[str, An
     for label, total in totals.items():
         lines.append(f"  {label:18s} {total['seconds'] * 1e3:9.1f} ms   "
                      f"{fmt_x(total['vs_distributed'])} distributed")
+    lines += ["", "per workload, its recorded messages' dumps + loads (what fastser:// can save of "
+              "a run is at most the difference; both comms copy the same bytes):",
+              f"  {'workload':20s} {'msgs':>7s} {'MB':>7s} {'distributed ms':>15s} "
+              f"{'fastser ms':>11s} {'saved ms':>9s}"]
+    for workload, row in workloads.items():
+        seconds = row["seconds"]
+        dist, fast = seconds.get("distributed"), seconds.get(suite.COMPILED)
+        cells = [f"{value * 1e3:.1f}" if value is not None else "-" for value in (dist, fast)]
+        saved = f"{(dist - fast) * 1e3:.1f}" if dist is not None and fast is not None else "-"
+        lines.append(f"  {workload:20s} {row['messages']:7d} {row['bytes'] / 1e6:7.1f} "
+                     f"{cells[0]:>15s} {cells[1]:>11s} {saved:>9s}")
     return "\n".join(lines)
 
 
@@ -118,10 +158,12 @@ def main() -> int:
         for worker in workers.values():
             worker.close()
     totals = mix_totals(results, kinds)
+    workloads = workload_totals(results, kinds)
     if args.json:
-        print(json.dumps({"results": results, "totals": totals}, indent=1, default=str))
+        print(json.dumps({"results": results, "totals": totals, "workloads": workloads},
+                         indent=1, default=str))
     else:
-        print(report(corpus, results, totals))
+        print(report(corpus, results, totals, workloads))
     return 0
 
 
