@@ -63,6 +63,7 @@ COMPILED_MODULES = [
     "fastser/codec/decoder.py",
     "fastser/codec/defaults.py",
     # transports
+    "fastser/transport/receive_buffer.py",
     "fastser/transport/sock.py",
     "fastser/transport/aio.py",
 ]

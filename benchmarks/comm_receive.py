@@ -1,11 +1,11 @@
 """How the fastser:// comm receives a message, against the alternatives: the round trip of one
 message of arrays to a receiver process, over tcp://, over fastser:// as it is (one buffer per
-message, transport.sock.receive_buffer's; a read per frame of up to 1 MiB), and over fastser://
+message, transport.receive_buffer's; a read per frame of up to 1 MiB), and over fastser://
 as it was or might be: with a read per run of adjacent frames (of up to 1 GiB, or of up to
 1 MiB), into an mmap of shared memory from 32 MiB on, into numpy.empty's buffer at every size,
 with a buffer of its own for each payload of 1 MiB or more (as tcp:// does; a split
 payload's pieces end to end in theirs), or without the mmap's pages faulted in ahead of each
-read (transport.sock.populate), interleaved. On a fresh machine; a cluster whose
+read (transport.receive_buffer.populate), interleaved. On a fresh machine; a cluster whose
 memory has been churned (benchmarks/cluster.py's full run) may rank them otherwise.
 
     python benchmarks/comm_receive.py [--rounds 20] [--shapes 50x1048576,5x8000000]
@@ -58,8 +58,8 @@ def alternative_reader(receiver: str) -> Any:
     """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
     frames of up to 1 GiB or of up to READ_BYTES, into an mmap of shared memory from 32 MiB
     on, into numpy.empty's buffer at every size (transparent huge pages from 4 MiB on), into
-    a buffer per payload, or with no populate before each read. fastser.dask is never compiled, so the receiver's module
-    attribute can be replaced."""
+    a buffer per payload, or with no populate before each read. fastser.dask is never
+    compiled, so the receiver's module attribute can be replaced."""
     import mmap
 
     import numpy
@@ -67,7 +67,7 @@ def alternative_reader(receiver: str) -> Any:
     from fastser.frames.placed import PLACED_MIN_BYTES, place
     from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, frame_layout,
                                        frame_runs, frame_start, slice_frames)
-    from fastser.transport.sock import READ_BYTES, populate, receive_buffer
+    from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
 
     async def read_frames(stream: Any, limits: Any) -> list[memoryview]:
         count = check_count(COUNT.unpack_from(await stream.read_bytes(WORD), 0)[0], limits)

@@ -38,7 +38,7 @@ except ModuleNotFoundError:  # not installed: use the source tree this script be
     import fastser
 from fastser import Encoder
 from fastser.sock import recv_msg, send_msg
-from fastser.transport.sock import anonymous_memory
+from fastser.transport.receive_buffer import anonymous_memory
 
 MiB = 2**20
 

@@ -27,8 +27,8 @@ from streams import (BIG_ITEMS, CUT_MESSAGE, CUTS, HOSTILE, SMALL_ITEMS, MiB, ch
                      peak_rss_growth, rss_bytes, small_message, stream_to_mutate)
 
 from fastser.frames.stream import COALESCE_BYTES, coalesce
-from fastser.transport.sock import (MAX_IOV, MMAP_BYTES, populate, receive_buffer,
-                                   sendall_each, sendmsg_all)
+from fastser.transport.receive_buffer import MMAP_BYTES, populate, receive_buffer
+from fastser.transport.sock import MAX_IOV, sendall_each, sendmsg_all
 from fastser.sock import recv_msg, send_msg
 
 TIMEOUT = 10.0  # seconds; every socket here times out rather than hang the suite

@@ -204,8 +204,8 @@ class DecodeState:
             header, refs, frames = self.record_parts(items)
             try:
                 if first is SERIALIZED_MARK:
-                    return self.open_serialized(header, frames)
-                return self.open_pickled(header, frames)
+                    return self.serialized_record(header, frames)
+                return self.pickled_record(header, frames)
             except DeserializationError as exc:
                 raise located(exc, f"the payload {where(refs)}")
         if first is ARRAY_MARK:
@@ -226,9 +226,9 @@ class DecodeState:
                     except Exception:
                         pass  # the general way raises it again, with the family's context
                     else:
-                        self.unscanned += 1  # as open_serialized counts an opened payload
+                        self.unscanned += 1  # as serialized_record counts an opened payload
                         return array
-                return self.open_serialized(header_of(items), [frame])
+                return self.serialized_record(header_of(items), [frame])
             except DeserializationError as exc:
                 raise located(exc, f"the payload {where([ref])}")
         del items[0]
@@ -249,8 +249,8 @@ class DecodeState:
         if code == EXT_SERIALIZED or code == EXT_PICKLED:
             header, frames = self.record(data)
             if code == EXT_SERIALIZED:
-                return self.open_serialized(header, frames)
-            return self.open_pickled(header, frames)
+                return self.serialized_record(header, frames)
+            return self.pickled_record(header, frames)
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
@@ -288,7 +288,9 @@ class DecodeState:
         payload = self.payload()
         return header, refs, [payload.frame_at(ref) for ref in refs]
 
-    def open_serialized(self, header: Header, frames: list[Frame]) -> Any:
+    def serialized_record(self, header: Header, frames: list[Frame]) -> Any:
+        """A Serialize record as it reads back: its object, opened by its family; what the
+        decoder's serialized_factory makes of it; or a Serialized."""
         decoder = self.decoder
         if decoder.deserialize:
             self.unscanned += 1
@@ -300,7 +302,9 @@ class DecodeState:
             return decoder.serialized_factory(header, frames)
         return Serialized(header, frames)
 
-    def open_pickled(self, header: Header, frames: list[Frame]) -> Any:
+    def pickled_record(self, header: Header, frames: list[Frame]) -> Any:
+        """A pickled record as it reads back: unpickled only where the decoder allows pickle
+        and opens payloads (or pickled ones alone), else a Pickled holding its bytes."""
         decoder = self.decoder
         if decoder.pickle_allowed and (decoder.deserialize or decoder.open_pickled):
             family = header.get(HEADER_SERIALIZER)

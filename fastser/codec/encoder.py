@@ -22,6 +22,7 @@ from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
                                    SERIALIZED_MARK, ext)
 from fastser.codec.paths import find_path
+from fastser.codec.payload_frames import add_frame, frame_refs
 from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
@@ -32,7 +33,6 @@ from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnErr
                                         check_families, check_on_error, error_payload,
                                         serialize_with)
 from fastser.frames.compression import check_compression, compress_payload, maybe_compress
-from fastser.frames.split import add_frame, frame_refs
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
 from fastser.limits import DEFAULT_MAX_DEPTH
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -252,8 +252,8 @@ class Encoder:
         state.records.append((header, obj))
         refs = frame_refs(payload, state.frames, self.frame_split_size)
         if state.hashable:
-            # A dict key or set item: an array cannot be hashed there. Extension type 10 or
-            # 11 (versions 1 and 2 wrote every record so) can, and every decoder reads it.
+            # A dict key or set item: an array cannot be hashed there, an extension type
+            # (EXT_SERIALIZED or EXT_PICKLED) can.
             return ext(code, state.pack_nested([header, refs]))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
         return [mark, escaped_header(header, obj), refs]

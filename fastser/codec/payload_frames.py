@@ -1,16 +1,46 @@
-"""The payload frames a header names: each frame ref resolved and checked (an index, a
-split frame's pieces joined, a compressed frame inflated within Limits), each frame named
-at most once. Sits on frames.compression, frames.split and limits; the decoder holds one per message.
+"""Payload frames and the refs a header names them by. On the way out, each frame is inlined
+in the header or appended to the message (split if large) and its ref returned; on the way
+in, each ref is resolved and checked (an index, a split frame's pieces joined, a compressed
+frame inflated within Limits), each frame named at most once. Sits on frames.compression,
+frames.split and limits; the encoder and the decoder each hold a message's frames.
 """
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from fastser.buffers import Frame, Header, nbytes
+from fastser.buffers import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.errors import DeserializationError, shown
 from fastser.frames.compression import compression_names, decompress
-from fastser.frames.split import merge_frames
+from fastser.frames.split import merge_frames, split_frames
 from fastser.headers import HEADER_COMPRESSION
 from fastser.limits import Limits
+
+
+# A frame ref in a serialized record: the frame inline, an index, or [start, count].
+FrameRef = Union[Frame, int, list[int]]
+
+
+def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:
+    """Append an out-of-band frame to the message's `frames` (split into views if larger
+    than `split_size`) and return its ref."""
+    if nbytes(frame) > split_size:
+        pieces = split_frames(frame, split_size)
+        start = len(frames)
+        frames.extend(pieces)
+        return [start, len(pieces)]
+    frames.append(frame)
+    return len(frames) - 1
+
+
+def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> list[FrameRef]:
+    """The refs of a payload's frames: small ones inline in the header (msgpack copies
+    them there), the others appended to `frames` by add_frame."""
+    refs: list[FrameRef] = []
+    for frame in payload:
+        if nbytes(frame) < OUT_OF_BAND_BYTES:
+            refs.append(frame)
+        else:
+            refs.append(add_frame(frame, frames, split_size))
+    return refs
 
 
 def where(refs: list[Any]) -> str:

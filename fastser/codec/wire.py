@@ -1,4 +1,5 @@
-"""The wire format's constants: version, msgpack extension codes, header keys, thresholds.
+"""The wire format's constants: version, msgpack extension codes, the tuple lead, the flags of
+a short numpy record.
 
 Everything here is part of the wire format (docs/wire-format.md); changing the meaning of
 any of it means a new WIRE_VERSION.

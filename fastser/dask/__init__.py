@@ -1,7 +1,7 @@
 """fastser:// and fastser-tls:// — distributed comm backends whose messages are fastser's.
 
 Uncompiled: it subclasses distributed's TCP classes and keeps their connection handling;
-only Comm.read/write change. Sits on the codec and frames.stream (the facade layer).
+only Comm.read/write change. Sits on the codec, frames.stream and transport's receive buffers.
 
 Rule: each side opens a connection with MAGIC, so a peer speaking another protocol is
 refused at its first 8 bytes; every count and length read after it is checked against
@@ -37,11 +37,13 @@ from fastser.codec.encoder import Encoder
 from fastser.codec.wire import WIRE_VERSION
 from fastser.dask.bridge import distributed_to_fastser, families, fastser_to_distributed
 from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.frames.compression import available_compressions
 from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
                                    frame_layout, frame_start, pack_frames_prelude,
                                    slice_frames)
 from fastser.limits import Limits
-from fastser.transport.sock import MAX_IO_BYTES, READ_BYTES, populate, receive_buffer
+from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
+from fastser.transport.sock import MAX_IO_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +58,7 @@ WIRE_KEY: Final = "fastser-wire"
 # less than fastser's defaults; a prelude announcing more is refused before any allocation.
 DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
                             max_message_bytes=max(2**32, int(MEMORY_LIMIT) // 2))
-# Compressors distributed may agree on that fastser also writes.
-COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
-# The stream is read a frame at a time, at most transport.sock.READ_BYTES (1 MiB) a read:
+# The stream is read a frame at a time, at most transport.receive_buffer.READ_BYTES (1 MiB) a read:
 # tornado fills smaller reads faster. tcp:// / fastser:// in benchmarks/comm_receive.py, with
 # a read per run of adjacent frames of up to 1 GiB, of up to 1 MiB, then a read per frame of
 # up to 1 MiB: 200 frames of 64 KiB 1.62x, 1.86x, 2.16x; 10 of 100 KB 1.50x, 2.29x, 2.29x;
@@ -67,7 +67,7 @@ COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     """One message's frames from `stream`, read into one buffer of their own
-    (transport.sock.receive_buffer: numpy.empty's, or private anonymous memory from 32 MiB
+    (transport.receive_buffer: numpy.empty's, or private anonymous memory from 32 MiB
     on), each of 64 KiB or more at a 16-byte aligned offset: the frames are writeable,
     arrays on them aligned, and the pieces of a split payload adjacent, so loads joins them
     without a copy. The prelude is checked against `limits` before the buffer is
@@ -266,7 +266,7 @@ def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
     """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
     `context` (its "compression": distributed's name, used when fastser has it too)."""
     compression = context.get("compression")
-    if compression not in COMPRESSIONS or not installed(compression):
+    if compression not in available_compressions():  # distributed's names are fastser's
         compression = None
     return Encoder(serializers=families(serializers) or None,
                    on_error="raise" if on_error == "raise" else "message", context=context,
@@ -284,14 +284,6 @@ def make_decoder(deserialize: bool, deserializers: Optional[tuple[str, ...]]) ->
     return Decoder(deserialize=False, deserializers=deserializers, limits=DASK_LIMITS,
                    open_pickled=True, serialized_factory=fastser_to_distributed,
                    lists_as_tuples=True)
-
-
-def installed(compression: str) -> bool:
-    try:
-        Encoder(compression=compression)
-    except ValueError:  # fastser's answer for a compressor whose package is missing
-        return False
-    return True
 
 
 class FastserTCP(FastserComm, TCP):

@@ -1,5 +1,5 @@
 """numpy arrays through the "dispatch" family. Imported only when an array is serialized or a
-numpy header is received (see _dispatch.register_numpy).
+numpy header is received (see families.dispatch.register_numpy).
 
 Compiled, with numpy seen as Any: numpy is not a build dependency, so where a wheel is built
 mypy cannot read its types. Interpreted, the bookkeeping around each array cost more than

@@ -1,5 +1,5 @@
-"""Sampled compression of payload frames, and bounded decompression. Sits on buffers,
-codec.wire, errors and limits; lz4 and zstandard are optional and imported on first use.
+"""Sampled compression of payload frames, and bounded decompression. Sits on arguments,
+buffers, errors and headers; lz4 and zstandard are optional and imported on first use.
 
 Rule: a decompressor never produces more than the caller's bound — the size a frame
 announces (lz4's size prefix, zstd's content size) is checked before anything is allocated,

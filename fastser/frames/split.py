@@ -1,5 +1,5 @@
-"""Payload frames on the way out (appended to the message, split into views) and joined again
-on the way in. Sits on buffers, codec.wire and frames.address.
+"""Large frames split into views on the way out, and their pieces joined again on the way in.
+Sits on buffers, frames.address and frames.placed.
 
 Strategy: splitting never copies (the pieces are memoryviews of the caller's frame), and
 joining does not copy either when the pieces lie end to end in one buffer — as they do when
@@ -10,16 +10,11 @@ pieces are known adjacent from where it placed them (frames.placed); others by t
 """
 
 import ctypes
-from typing import Final, Optional, Union, cast
+from typing import Final, Optional, cast
 
-from fastser.buffers import (FRAME_ALIGNMENT, Frame, MEMORYVIEW, OUT_OF_BAND_BYTES, byte_view,
-                             nbytes)
+from fastser.buffers import FRAME_ALIGNMENT, Frame, MEMORYVIEW, byte_view, nbytes
 from fastser.frames.address import buffer_address
 from fastser.frames.placed import join_placed
-
-# A frame ref in a serialized record: the frame inline, an index, or [start, count].
-FrameRef = Union[Frame, int, list[int]]
-
 
 def split_frames(frame: Frame, split_size: int) -> list[Frame]:
     """Pieces of at most `split_size` bytes, as views of `frame` (no copy). Each but the
@@ -29,30 +24,6 @@ def split_frames(frame: Frame, split_size: int) -> list[Frame]:
     total = view.nbytes
     piece = split_size - split_size % FRAME_ALIGNMENT or split_size
     return [view[start:start + piece] for start in range(0, total, piece)]
-
-
-def add_frame(frame: Frame, frames: list[Frame], split_size: int) -> FrameRef:
-    """Append an out-of-band frame to the message's `frames` (split into views if larger
-    than `split_size`) and return its ref."""
-    if nbytes(frame) > split_size:
-        pieces = split_frames(frame, split_size)
-        start = len(frames)
-        frames.extend(pieces)
-        return [start, len(pieces)]
-    frames.append(frame)
-    return len(frames) - 1
-
-
-def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> list[FrameRef]:
-    """The refs of a payload's frames: small ones inline in the header (msgpack copies
-    them there), the others appended to `frames` by add_frame."""
-    refs: list[FrameRef] = []
-    for frame in payload:
-        if nbytes(frame) < OUT_OF_BAND_BYTES:
-            refs.append(frame)
-        else:
-            refs.append(add_frame(frame, frames, split_size))
-    return refs
 
 
 def merge_frames(pieces: list[Frame]) -> Frame:
@@ -110,7 +81,7 @@ def join_adjacent(pieces: list[Frame]) -> Optional[memoryview]:
     return whole[start:end].toreadonly() if readonly else whole[start:end]
 
 
-# Bound here, in compiled code: a call into the interpreted _buffers.buffer_address costs
+# Bound here, in compiled code: a call into the interpreted frames.address.buffer_address costs
 # more than the ctypes lookup itself, and a join takes one address per piece plus one.
 CHAR_FROM_BUFFER: Final = ctypes.c_char.from_buffer
 ADDRESS_OF: Final = ctypes.addressof

@@ -271,7 +271,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
 
 
 class FrameReader:
-    # Docstring in _facade.CLASS_DOCS: mypyc drops class docstrings
+    # Docstring in api.CLASS_DOCS: mypyc drops class docstrings
     # (https://github.com/mypyc/mypyc/issues/437).
 
     def __init__(self, limits: Optional[Limits] = None) -> None:

@@ -1,12 +1,12 @@
 """Messages over a blocking socket, compiled: send_msg writes the prelude and frames with
-scatter-gather I/O, recv_msg reads them into one buffer of its own. Sits on frames.stream and
-codec.defaults; the public fastser.sock (not compiled) documents and calls these.
+scatter-gather I/O, recv_msg reads them into one buffer of its own (transport.receive_buffer).
+Sits on frames.stream, codec.defaults and receive_buffer; the public fastser.sock (not
+compiled) documents and calls these.
 
 Rule: the prelude is checked against the decoder's Limits before anything is allocated for
 what it announces; the frames are then read with recv_into straight into their one buffer.
 """
 
-import mmap
 import os
 import socket
 import struct
@@ -21,6 +21,7 @@ from fastser.errors import FrameError, chained
 from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
                                    frame_holding, frame_layout, frame_runs, pack_frames_prelude,
                                    slice_frames)
+from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
 
 
 def iov_max() -> int:
@@ -41,20 +42,7 @@ def iov_max() -> int:
 MAX_IOV: Final = iov_max()
 # Bytes handed to one send or recv call: 32-bit platforms and Windows take an int length.
 MAX_IO_BYTES: Final = 2**30
-# Messages of this size or more are received into an anonymous mmap, whose pages are
-# committed only as data arrives, so a prelude that passes the Limits does not make us
-# touch gigabytes before the bytes exist. Not lower: an mmap's pages are fresh, each a page
-# fault and a zeroing, where malloc serves smaller buffers from memory that earlier
-# messages freed (glibc's mmap threshold rises as large blocks are freed, up to 32 MiB on
-# 64-bit): 8 MiB took 5.8x as long into a (shared) mmap.
-MMAP_BYTES: Final = 32 * 2**20
 HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
-# The most one read into a receive buffer asks for, and so how far ahead of the bytes that
-# arrived its pages are faulted in (populate). fastser.dask reads a frame at a time, in
-# reads of this size (tornado fills smaller reads faster: see there).
-READ_BYTES: Final = 2**20
-# madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14), which Python's mmap module does not name.
-POPULATE_WRITE: Final = 23
 
 
 def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -> int:
@@ -161,56 +149,6 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
                 raise truncated(where, reset)
     # Zero-copy: the frames are slices of the one buffer the bytes were received into.
     return decoder.loads(slice_frames(view, lengths, 0, gaps, True))
-
-
-def receive_buffer(size: int) -> memoryview:
-    """A writeable buffer of `size` bytes for one message's frames: from MMAP_BYTES on,
-    private anonymous memory (anonymous_memory); below, with numpy loaded, an array from
-    numpy.empty, as distributed's own reader allocates (never zeroed, unlike a bytearray:
-    on a Dask cluster, 40 transfers of 8 MiB took 0.90x tcp://'s time into numpy.empty's
-    buffers, 1.20x into bytearrays), else a bytearray. numpy is used, never imported:
-    fastser loads it only for arrays. The bytes outside the frames (alignment gaps) are
-    never read."""
-    if size >= MMAP_BYTES:
-        return memoryview(anonymous_memory(size))
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        return memoryview(numpy.empty(size, numpy.uint8))
-    return memoryview(bytearray(size))
-
-
-def anonymous_memory(size: int) -> mmap.mmap:
-    """`size` bytes of private anonymous memory, in 4 KiB pages. Not mmap's default for
-    fileno -1, shared memory, whose pages fault in slower (100 MB in 51 ms, 35 ms here).
-    Not transparent huge pages either (numpy.empty asks for them from 4 MiB on), though
-    they fault in faster on a fresh machine (13 ms; populate brings these pages level, see
-    there): on a cluster that has run a while they cost more. In one full run each of
-    benchmarks/cluster.py, 40 transfers of 8 MB chunks worker to worker took 0.94x
-    tcp://'s time with numpy.empty here, 2.65x with this mmap; a scatter of 100 arrays of
-    1 MiB 0.72x and 1.00x."""
-    if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: no flags to choose
-        return mmap.mmap(-1, size)
-    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # fileno -1 adds MAP_ANONYMOUS
-
-
-def populate(view: memoryview, start: int, stop: int) -> None:
-    """Fault in bytes `start` to `stop` of `view`, a whole receive buffer, just before they
-    are read into it: private anonymous memory (anonymous_memory) on Linux, in one madvise
-    call instead of a page fault per 4 KiB page as the read writes. Bounded: callers ask
-    for the span of one read, never for what a prelude announces. In
-    benchmarks/comm_receive.py, tcp:// / fastser:// without and with: one array of 100 MB
-    0.78x and 1.01x, of 40 MB 0.78x and 0.90x, 5 of 8 MB 0.80x and 1.10x (numpy.empty's
-    huge pages: 0.99x, 1.08x, 0.98x, but not on a cluster that has run a while)."""
-    if sys.platform != "linux":
-        return
-    memory = view.obj
-    if not isinstance(memory, mmap.mmap):  # small buffers come from memory freed before
-        return
-    first = start - start % mmap.PAGESIZE  # madvise takes a page-aligned start
-    try:
-        memory.madvise(POPULATE_WRITE, first, stop - first)
-    except OSError:  # EINVAL before Linux 5.14: the read faults the pages in itself
-        pass
 
 
 def recv_full(sock: socket.socket,
