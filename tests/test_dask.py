@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import mmap
 import operator
 import pathlib
 import shutil
@@ -31,6 +32,7 @@ from distributed.protocol.serialize import Serialize as DSerialize  # noqa: E402
 import fastser  # noqa: E402
 from fastser import Decoder  # noqa: E402
 from fastser.codec.wire import WIRE_VERSION
+from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserTLSBackend, make_encoder)
 from streams import owner_of  # noqa: E402
@@ -460,6 +462,43 @@ def test_a_message_arrives_in_one_buffer_and_split_payloads_join_in_place() -> N
     owner = owner_of(msg["split"])
     assert type(owner) is np.ndarray
     assert owner.nbytes < sum(memoryview(frame).nbytes for frame in sent) + 4096
+
+
+async def large_message_over_a_comm(sent: dict[str, Any]) -> dict[str, Any]:
+    async with comm_pair() as (comm, other):
+        other.max_shard_size = SHARD
+        await other.write({key: DSerialize(value) if key != "odd" else value
+                           for key, value in sent.items()})
+        msg: dict[str, Any] = await comm.read()
+    return msg
+
+
+def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # From MMAP_BYTES on, the one buffer is an mmap whose pages are faulted in a read's
+    # span at a time, just before the read: spans start unaligned after the odd frame,
+    # and the split array's pieces are read 1 MiB at a time into their places.
+    spans: list[tuple[int, int]] = []
+
+    def recorded(view: memoryview, start: int, stop: int) -> None:
+        spans.append((start, stop))
+        populate(view, start, stop)
+
+    monkeypatch.setattr(fastser.dask, "populate", recorded)
+    sent = {"odd": b"o" * 65_537,
+            "big": np.arange(MMAP_BYTES // 8 + 100_003, dtype=np.float64),
+            "after": np.arange(300_001, dtype=np.int64) - 7}
+    msg = asyncio.run(asyncio.wait_for(large_message_over_a_comm(sent), TIMEOUT))
+    assert msg["odd"] == b"o" * 65_537
+    np.testing.assert_array_equal(msg["big"], sent["big"])
+    np.testing.assert_array_equal(msg["after"], sent["after"])
+    owner = owner_of(msg["big"])
+    assert type(owner) is mmap.mmap
+    assert owner_of(msg["after"]) is owner
+    assert all(0 < stop - start <= READ_BYTES for start, stop in spans)
+    populated = sum(stop - start for start, stop in spans)
+    payload_bytes = 65_537 + sent["big"].nbytes + sent["after"].nbytes
+    assert payload_bytes <= populated < payload_bytes + 4096  # every frame, nothing twice
 
 
 def test_lists_arrive_as_tuples_as_on_tcp() -> None:
