@@ -485,19 +485,19 @@ def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
         populate(view, start, stop)
 
     monkeypatch.setattr(fastser.dask, "populate", recorded)
-    sent = {"odd": b"o" * 65_537,
-            "big": np.arange(MMAP_BYTES // 8 + 100_003, dtype=np.float64),
-            "after": np.arange(300_001, dtype=np.int64) - 7}
+    big = np.arange(MMAP_BYTES // 8 + 100_003, dtype=np.float64)
+    after = np.arange(300_001, dtype=np.int64) - 7
+    sent = {"odd": b"o" * 65_537, "big": big, "after": after}
     msg = asyncio.run(asyncio.wait_for(large_message_over_a_comm(sent), TIMEOUT))
     assert msg["odd"] == b"o" * 65_537
-    np.testing.assert_array_equal(msg["big"], sent["big"])
-    np.testing.assert_array_equal(msg["after"], sent["after"])
+    np.testing.assert_array_equal(msg["big"], big)
+    np.testing.assert_array_equal(msg["after"], after)
     owner = owner_of(msg["big"])
     assert type(owner) is mmap.mmap
     assert owner_of(msg["after"]) is owner
     assert all(0 < stop - start <= READ_BYTES for start, stop in spans)
     populated = sum(stop - start for start, stop in spans)
-    payload_bytes = 65_537 + sent["big"].nbytes + sent["after"].nbytes
+    payload_bytes = 65_537 + big.nbytes + after.nbytes
     assert payload_bytes <= populated < payload_bytes + 4096  # every frame, nothing twice
 
 
