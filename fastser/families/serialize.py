@@ -142,6 +142,9 @@ def deserialize_within(header: Header, frames: list[Frame],
         raise DeserializationError(f"payload of unknown serializer family {shown(name)}")
     compression = header.get(HEADER_COMPRESSION)
     if compression is not None:
+        # deserialize() called on its own: loads inflates a payload before this (in
+        # codec.payload_frames, within what is left of the message's budget), and drops
+        # "compression" from the header it passes here.
         frames = decompress_frames(compression, frames, max_frame_bytes)
     try:
         return family.loads(header, frames)
