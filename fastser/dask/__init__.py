@@ -16,7 +16,6 @@ tcp:// with its frames, are in dask.bridge; importing this module registers them
 """
 
 import logging
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
@@ -38,8 +37,8 @@ from fastser.codec.wire import WIRE_VERSION
 from fastser.dask.bridge import distributed_to_fastser, families, fastser_to_distributed
 from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
 from fastser.frames.compression import available_compressions
-from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
-                                   frame_layout, frame_start, pack_frames_prelude,
+from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_layout,
+                                   frame_start, pack_frames_prelude, prelude_lengths,
                                    slice_frames)
 from fastser.limits import Limits
 from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
@@ -74,12 +73,9 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     allocated."""
     head = await stream.read_bytes(WORD)
     count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    lengths: tuple[int, ...] = ()
-    if count:
-        # At most 8 * Limits.max_frames bytes, and tornado buffers only what arrives.
-        raw = await stream.read_bytes(WORD * count)
-        lengths = struct.unpack_from(f"<{count}Q", raw, 0)
-    check_lengths(lengths, limits)
+    # At most 8 * Limits.max_frames bytes, and tornado buffers only what arrives.
+    raw = await stream.read_bytes(WORD * count) if count else b""
+    lengths = prelude_lengths(raw, 0, count, limits)[0]
     gaps, size = frame_layout(lengths)
     view = receive_buffer(size)
     end = 0

@@ -115,6 +115,15 @@ def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
     return total
 
 
+def prelude_lengths(field: Frame, offset: int, count: int,
+                    limits: Limits) -> tuple[tuple[int, ...], int]:
+    """The `count` frame lengths a prelude lists from `offset` of `field` (little-endian
+    uint64s, which the caller has read: a hostile count was checked, check_count, before
+    it asked for them), and their total, checked against `limits` (check_lengths)."""
+    lengths: tuple[int, ...] = struct.unpack_from(f"<{count}Q", field, offset) if count else ()
+    return lengths, check_lengths(lengths, limits)
+
+
 def check_views(count: int, total: int) -> None:
     """FrameError unless a message of `count` frames holding `total` bytes has at most
     FREE_FRAMES frames, plus one per BYTES_PER_FRAME bytes of the message, prelude included:
@@ -261,8 +270,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     if start > size:
         raise FrameError(f"truncated prelude: {count} frame lengths end at byte {start}, "
                          f"the buffer holds {size}")
-    lengths: tuple[int, ...] = struct.unpack_from(f"<{count}Q", view, WORD)
-    total = check_lengths(lengths, limits)
+    lengths, total = prelude_lengths(view, WORD, count, limits)
     if start + total != size:
         what = "truncated message" if start + total > size else "trailing bytes after message"
         raise FrameError(f"{what}: the prelude announces {count} frames of {total} bytes "
@@ -379,14 +387,13 @@ class FrameReader:
             if field is None:
                 return pos
             self.count = check_count(COUNT.unpack_from(field, 0)[0], self.limits)
+        raw: Frame = b""
         if self.count > 0:
             field, pos = self.gather(view, pos, end, WORD * self.count)
             if field is None:
                 return pos
-            self.lengths = struct.unpack_from(f"<{self.count}Q", field, 0)
-        else:
-            self.lengths = ()
-        check_lengths(self.lengths, self.limits)
+            raw = field
+        self.lengths = prelude_lengths(raw, 0, self.count, self.limits)[0]
         self.gaps, size = frame_layout(self.lengths)
         if self.gaps:
             self.stop = 0

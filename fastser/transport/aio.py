@@ -7,7 +7,6 @@ allocated for what it announces.
 """
 
 import asyncio
-import struct
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_optional
@@ -15,8 +14,9 @@ from fastser.codec.decoder import Decoder
 from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
 from fastser.errors import FrameError, chained
-from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
-                                   frame_holding, frame_runs, pack_frames_prelude, slice_runs)
+from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_holding,
+                                   frame_runs, pack_frames_prelude, prelude_lengths,
+                                   slice_runs)
 
 # write_msg waits for the transport to drain once this many bytes were handed to it (after
 # each frame of this size or more, at the latest), so the transport buffers about one large
@@ -56,8 +56,8 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
         raise chained(FrameError(f"the stream ended inside the prelude: {len(exc.partial)} of "
                                  f"the {WORD} bytes of the frame count received"), exc)
     count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    lengths: tuple[int, ...] = ()
     try:
+        raw = b""
         if count:
             size = WORD * count  # bounded by Limits.max_frames, checked above
             try:
@@ -66,8 +66,7 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
                 raise chained(FrameError(
                     f"the stream ended inside the prelude: {WORD + len(exc.partial)} of "
                     f"{WORD + size} bytes received ({count} frame lengths announced)"), exc)
-            lengths = struct.unpack_from(f"<{count}Q", raw, 0)
-        total = check_lengths(lengths, limits)
+        lengths, total = prelude_lengths(raw, 0, count, limits)
         received: list[bytes] = []
         got = 0
         for start, stop in frame_runs(lengths):

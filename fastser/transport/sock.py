@@ -9,7 +9,6 @@ what it announces; the frames are then read with recv_into straight into their o
 
 import os
 import socket
-import struct
 import sys
 from typing import Any, Final, Optional
 
@@ -18,9 +17,9 @@ from fastser.codec.decoder import Decoder
 from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
 from fastser.errors import FrameError, chained
-from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, coalesce,
-                                   frame_holding, frame_layout, frame_runs, pack_frames_prelude,
-                                   slice_frames)
+from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_holding,
+                                   frame_layout, frame_runs, pack_frames_prelude,
+                                   prelude_lengths, slice_frames)
 from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
 
 
@@ -123,17 +122,14 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
         where = f"the prelude: {got} of the {WORD} bytes of the frame count received"
         raise truncated(where, reset)
     count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    lengths: tuple[int, ...] = ()
-    if count:
-        size = WORD * count  # bounded by Limits.max_frames, checked above
-        raw = bytearray(size)
-        got, reset = recv_full(sock, memoryview(raw))
-        if got < size:
-            where = (f"the prelude: {WORD + got} of {WORD + size} bytes received "
-                     f"({count} frame lengths announced)")
-            raise truncated(where, reset)
-        lengths = struct.unpack_from(f"<{count}Q", raw, 0)
-    total = check_lengths(lengths, limits)
+    size = WORD * count  # bounded by Limits.max_frames, checked above
+    raw = bytearray(size)
+    got, reset = recv_full(sock, memoryview(raw))
+    if got < size:
+        where = (f"the prelude: {WORD + got} of {WORD + size} bytes received "
+                 f"({count} frame lengths announced)")
+        raise truncated(where, reset)
+    lengths, total = prelude_lengths(raw, 0, count, limits)
     gaps, size = frame_layout(lengths)
     view = receive_buffer(size)
     got = 0
