@@ -94,6 +94,11 @@ def test_a_header_holding_an_extension_type_is_refused(value: Any) -> None:
     header = {"serializer": "nothing", "ext": value}
     with pytest.raises(fastser.SerializationError, match=r"msgpack.ExtType.*msg\[0\]"):
         fastser.dumps([Serialized(header, [b""])])
+    # Where the record is an extension type (a dict key, a set item), as in the message:
+    # its data is read as plain msgpack, which holds no extension type.
+    for msg in ({Serialized(header, [b""]): 1}, {Serialized(header, [b""])}):
+        with pytest.raises(fastser.SerializationError, match=r"msgpack.ExtType"):
+            fastser.dumps(msg)
 
 
 def test_escape_leads_copies_only_what_it_must() -> None:

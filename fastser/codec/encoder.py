@@ -253,7 +253,10 @@ class Encoder:
         refs = frame_refs(payload, state.frames, self.frame_split_size)
         if state.hashable:
             # A dict key or set item: an array cannot be hashed there, an extension type
-            # (EXT_SERIALIZED or EXT_PICKLED) can.
+            # (EXT_SERIALIZED or EXT_PICKLED) can. Its data is read as plain msgpack, where
+            # an ExtType or a key packed as an array cannot stand either: escaped_header
+            # refuses them (its copy is not needed: no -32 lead is read there).
+            escaped_header(header, obj)
             return ext(code, state.pack_nested([header, refs]))
         mark = SERIALIZED_MARK if code == EXT_SERIALIZED else PICKLED_MARK
         return [mark, escaped_header(header, obj), refs]
