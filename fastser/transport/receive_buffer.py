@@ -60,9 +60,10 @@ def populate(view: memoryview, start: int, stop: int) -> None:
     are read into it: private anonymous memory (anonymous_memory) on Linux, in one madvise
     call instead of a page fault per 4 KiB page as the read writes. Bounded: callers ask
     for the span of one read, never for what a prelude announces. In
-    benchmarks/comm_receive.py, tcp:// / fastser:// without and with: one array of 100 MB
-    0.78x and 1.01x, of 40 MB 0.78x and 0.90x, 5 of 8 MB 0.80x and 1.10x (numpy.empty's
-    huge pages: 0.99x, 1.08x, 0.98x, but not on a cluster that has run a while)."""
+    benchmarks/comm_receive.py (15 rounds), tcp:// / fastser:// without and with: one array
+    of 100 MB 0.78x and 1.10x, of 40 MB 0.75x and 1.07x, 5 of 8 MB 0.83x and 1.18x
+    (numpy.empty's huge pages: 1.02x, 0.98x, 1.04x, but not on a cluster that has run a
+    while)."""
     if sys.platform != "linux":
         return
     memory = view.obj
