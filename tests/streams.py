@@ -37,7 +37,9 @@ def peak_allocation(action: Callable[[], Any]) -> int:
 
 
 def rss_bytes(field: str = "VmRSS") -> int:
-    """This process's resident set size, or its peak with field="VmHWM" (Linux)."""
+    """This process's resident set size, or another size of /proc/self/status: its peak
+    with field="VmHWM", the address space's size and peak with "VmSize" and "VmPeak"
+    (Linux)."""
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith(field + ":"):

@@ -15,7 +15,7 @@ import socket
 import struct
 import subprocess
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -32,7 +32,7 @@ from distributed.protocol.serialize import Serialize as DSerialize  # noqa: E402
 import fastser  # noqa: E402
 from fastser import Decoder  # noqa: E402
 from fastser.codec.wire import WIRE_VERSION
-from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate
+from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate, receive_buffer
 from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
                           FastserTLSBackend, make_encoder)
 from streams import owner_of  # noqa: E402
@@ -213,20 +213,31 @@ def hostile(address: str, data: bytes) -> bytes:
     return received
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"GET / HTTP/1.1\r\nHost: scheduler\r\n\r\n", "does not speak fastser"),
-    (MAGIC + struct.pack("<2Q", 1, 2**62), "Limits.max_frame_bytes"),
-    (MAGIC + struct.pack("<Q", 2**62), "Limits.max_frames"),
-    (MAGIC + struct.pack("<Q", 2000) + bytes(8 * 2000), "more than the 1274 it may hold"),
+@pytest.mark.parametrize("data, reason, announced", [
+    (b"GET / HTTP/1.1\r\nHost: scheduler\r\n\r\n", "does not speak fastser", None),
+    (MAGIC + struct.pack("<2Q", 1, 2**62), "Limits.max_frame_bytes", 2**62),
+    (MAGIC + struct.pack("<Q", 2**62), "Limits.max_frames", None),
+    (MAGIC + struct.pack("<Q", 2000) + bytes(8 * 2000), "more than the 1274 it may hold", 0),
 ])
-def test_hostile_peer_is_refused_before_allocation(client: Client, data: bytes,
-                                                   reason: str) -> None:
+def test_hostile_peer_is_refused_before_allocation(client: Client, data: bytes, reason: str,
+                                                   announced: Optional[int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scheduler runs in this process: the buffers its comms allocate are seen here.
+    sizes: list[int] = []
+
+    def recorded(size: int) -> memoryview:
+        sizes.append(size)
+        return receive_buffer(size)
+
+    monkeypatch.setattr(fastser.dask, "receive_buffer", recorded)
     records = Records()
     logging.getLogger("fastser.dask").addHandler(records)
     try:
         greeting = hostile(client.scheduler_info()["address"], data)
     finally:
         logging.getLogger("fastser.dask").removeHandler(records)
+    if announced is not None:
+        assert announced not in sizes, sizes
     # The scheduler greeted, then closed the connection, saying why: the limit refused
     # the prelude before the buffer it announces was allocated.
     assert greeting.startswith(MAGIC)

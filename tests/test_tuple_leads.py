@@ -113,17 +113,19 @@ def test_escape_leads_copies_only_what_it_must() -> None:
         "t": (1, [msgpack.ExtType(EXT_LIST_MARK, b""), -32])}
 
 
-@pytest.mark.parametrize("msg", [
-    [Serialize(-32), None], [ToPickle(-32)], {"k": [Serialize(-32), "a", "b"]},
-    [Level.LOW, 2], [Serialized({"serializer": "pickle"}, [pickle.dumps(-32)]), 1]],
+@pytest.mark.parametrize("msg, expected", [
+    ([Serialize(-32), None], [-32, None]), ([ToPickle(-32)], [-32]),
+    ({"k": [Serialize(-32), "a", "b"]}, {"k": [-32, "a", "b"]}),
+    ([Level.LOW, 2], [Level.LOW, 2]),
+    ([Serialized({"serializer": "pickle"}, [pickle.dumps(-32)]), 1], [-32, 1])],
     ids=["serialize", "to_pickle", "nested", "pickled_object", "serialized"])
-def test_a_first_item_that_reads_back_as_the_int_keeps_its_list(msg: Any) -> None:
+def test_a_first_item_that_reads_back_as_the_int_keeps_its_list(msg: Any,
+                                                                 expected: Any) -> None:
     # The decoder sees -32 only once a record or a pickle has been opened.
     out = fastser.loads(fastser.dumps(msg))
-    expected = fastser.loads(fastser.dumps(msg, serializers=["pickle"]))
     assert out == expected and type(out) is type(msg)
     lists = [out] if type(out) is list else [out["k"]]
-    assert all(type(item) is list and -32 in item for item in lists)
+    assert all(type(item) is list and item[0] == -32 for item in lists)
 
 
 def test_an_encoders_default_that_makes_the_int_keeps_its_list() -> None:
