@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import Pickled, Serialize, ToPickle
+from fastser.errors import RefusedFamilyError
 from strategies import examples, large_maps, messages
 
 
@@ -66,22 +67,40 @@ def test_kept_payloads_forward_byte_identically(msg: Any) -> None:
                                deserializers=fastser.SAFE_DESERIALIZERS)) == typed(kept)
 
 
-@settings(max_examples=examples(200), deadline=None)
-@given(messages)
-def test_safe_decoder_never_unpickles(msg: Any) -> None:
-    def check(value: Any) -> None:
-        assert not isinstance(value, (Serialize, ToPickle))
-        if type(value) is dict:
-            for item in value.values():
-                check(item)
-        elif type(value) in (list, tuple):
-            for item in value:
-                check(item)
+UNPICKLED: list[int] = []
 
-    out = fastser.loads(fastser.dumps(msg), deserialize=False,
-                        deserializers=fastser.SAFE_DESERIALIZERS)
-    check(out)
-    assert not isinstance(out, Pickled) or out.header["serializer"] == "pickle"
+
+def trip(marker: int) -> "Tripwire":
+    UNPICKLED.append(marker)
+    return Tripwire(marker)
+
+
+class Tripwire:
+    """Records, when unpickled, that a pickle ran."""
+
+    def __init__(self, marker: int) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        return trip, (self.marker,)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(messages, st.sampled_from([Serialize, ToPickle, lambda x: x]))
+def test_a_safe_decoder_that_opens_payloads_runs_no_pickle(msg: Any, wrap: Any) -> None:
+    # Opening payloads with SAFE_DESERIALIZERS: a pickled record stays Pickled, a
+    # Serialize that its family pickled is refused; no pickle runs either way.
+    UNPICKLED.clear()
+    frames = fastser.dumps([msg, wrap(Tripwire(1)), {"t": (Tripwire(2),)}])
+    try:
+        out = fastser.loads(frames, deserializers=fastser.SAFE_DESERIALIZERS)
+    except RefusedFamilyError:
+        out = None
+    assert UNPICKLED == []
+    if out is not None:
+        assert type(out[1]) is Pickled and type(out[2]["t"][0]) is Pickled
+    fastser.loads(frames)  # the same frames, pickle allowed: the tripwires go off
+    assert sorted(set(UNPICKLED)) == [1, 2]
 
 
 @settings(max_examples=examples(200), deadline=None)
