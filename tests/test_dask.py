@@ -446,11 +446,13 @@ def sent_payloads() -> dict[str, Any]:
             "again": np.arange(150_000, dtype=np.float64) + 1}  # 1.2 MB
 
 
-async def payloads_over_a_comm() -> dict[str, Any]:
+async def payloads_over_a_comm(sent: dict[str, Any]) -> dict[str, Any]:
+    """`sent` across one fastser:// comm, split at SHARD: its arrays as distributed's
+    Serialize, its "odd" bytes as they are."""
     async with comm_pair() as (comm, other):
         other.max_shard_size = SHARD
         await other.write({key: DSerialize(value) if key != "odd" else value
-                           for key, value in sent_payloads().items()})
+                           for key, value in sent.items()})
         msg: dict[str, Any] = await comm.read()
     return msg
 
@@ -462,7 +464,7 @@ def test_a_message_arrives_in_one_buffer_and_split_payloads_join_in_place() -> N
          for key, value in sent_payloads().items()})
     assert [memoryview(frame).nbytes for frame in sent[1:]] == [
         65_537, 800_000, SHARD, SHARD, 7_000_000 - 2 * SHARD, 1_200_000]
-    msg = asyncio.run(asyncio.wait_for(payloads_over_a_comm(), TIMEOUT))
+    msg = asyncio.run(asyncio.wait_for(payloads_over_a_comm(sent_payloads()), TIMEOUT))
     assert msg["odd"] == b"o" * 65_537
     arrays = {key: value for key, value in sent_payloads().items() if key != "odd"}
     for key, array in arrays.items():
@@ -477,15 +479,6 @@ def test_a_message_arrives_in_one_buffer_and_split_payloads_join_in_place() -> N
     owner = owner_of(msg["split"])
     assert type(owner) is np.ndarray
     assert owner.nbytes < sum(memoryview(frame).nbytes for frame in sent) + 4096
-
-
-async def large_message_over_a_comm(sent: dict[str, Any]) -> dict[str, Any]:
-    async with comm_pair() as (comm, other):
-        other.max_shard_size = SHARD
-        await other.write({key: DSerialize(value) if key != "odd" else value
-                           for key, value in sent.items()})
-        msg: dict[str, Any] = await comm.read()
-    return msg
 
 
 def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
@@ -503,7 +496,7 @@ def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
     big = np.arange(MMAP_BYTES // 8 + 100_003, dtype=np.float64)
     after = np.arange(300_001, dtype=np.int64) - 7
     sent = {"odd": b"o" * 65_537, "big": big, "after": after}
-    msg = asyncio.run(asyncio.wait_for(large_message_over_a_comm(sent), TIMEOUT))
+    msg = asyncio.run(asyncio.wait_for(payloads_over_a_comm(sent), TIMEOUT))
     assert msg["odd"] == b"o" * 65_537
     np.testing.assert_array_equal(msg["big"], big)
     np.testing.assert_array_equal(msg["after"], after)
