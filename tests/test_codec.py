@@ -209,6 +209,40 @@ def test_max_depth_on_both_sides() -> None:
     assert roundtrip(ok) == ok
 
 
+def test_max_depth_counts_containers_alike_on_both_sides() -> None:
+    """A message exactly max_depth containers deep passes dumps and loads, whatever leaf it
+    ends in (a bytes-like in or out of band, a record kept or opened); one container more is
+    refused by both. The encoder used to count a leaf that is not a scalar as a level, so
+    loads read messages that dumps then refused to forward."""
+    big = bytes(range(256)) * 300  # out of band
+    leaves: list[Any] = [1, b"ab", big, bytearray(b"ab"), memoryview(big), Serialize(b"ab"),
+                         Serialized(*fastser.serialize(b"ab")), ToPickle(b"ab")]
+    for leaf in leaves:
+        deep: Any = leaf
+        for _ in range(256):
+            deep = [deep]
+        kept = fastser.loads(fastser.dumps(deep), deserialize=False)
+        frames = fastser.dumps(kept)  # forwarded as it was read
+        opened = fastser.loads(frames)
+        for _ in range(256):
+            opened = opened[0]
+        assert opened == (leaf.data if isinstance(leaf, (Serialize, ToPickle)) else
+                          b"ab" if isinstance(leaf, Serialized) else leaf)
+        with pytest.raises(SerializationError, match="max_depth=256"):
+            fastser.dumps([deep])
+        with pytest.raises(DeserializationError, match="max_depth=255"):
+            fastser.loads(frames, deserialize=False, limits=fastser.Limits(max_depth=255))
+
+
+def test_a_default_that_never_settles_is_refused_at_max_depth() -> None:
+    class Again:
+        pass
+
+    encoder = Encoder(default=lambda obj: Again())
+    with pytest.raises(SerializationError, match="max_depth=256"):
+        encoder.dumps({"x": Again()})
+
+
 def test_tuples_and_sets_nest_like_lists_up_to_max_depth() -> None:
     deep: Any = 1
     for _ in range(300):

@@ -119,17 +119,20 @@ class Encoder:
                 return obj
             return ext(EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8,
                                                       "little", signed=True))
-        if depth >= self.max_depth:
-            raise UnencodableError(obj, f"message nested deeper than max_depth={self.max_depth}")
+        # Containers count towards max_depth, as the decoder counts them; a bytes-like or a
+        # record is a leaf at any depth.
         if type(obj) is dict:
+            self.check_depth(obj, depth)
             return self.encode_dict(obj, depth + 1, state)
         if type(obj) is list:
+            self.check_depth(obj, depth)
             return self.encode_list(obj, depth + 1, state)
         if type(obj) is bytes:
             if len(obj) < OUT_OF_BAND_BYTES:
                 return obj
             return self.out_of_band(obj, state, EXT_BYTES_FRAME, BYTES_FRAME_REFS)
         if t is tuple or t is set or t is frozenset:
+            self.check_depth(obj, depth)
             return self.encode_collection(obj, depth, state)
         if type(obj) is bytearray:
             if len(obj) < OUT_OF_BAND_BYTES:
@@ -143,6 +146,11 @@ class Encoder:
                 return ext(EXT_MEMORYVIEW, bytes(view))
             return self.out_of_band(view, state, EXT_MEMORYVIEW_FRAME, MEMORYVIEW_FRAME_REFS)
         return self.encode_object(obj, depth, state)
+
+    def check_depth(self, obj: object, depth: int) -> None:
+        """UnencodableError if a container inside `depth` others nests deeper than max_depth."""
+        if depth >= self.max_depth:
+            raise UnencodableError(obj, f"message nested deeper than max_depth={self.max_depth}")
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
         out: Optional[dict[Any, Any]] = None
@@ -284,6 +292,9 @@ class Encoder:
         if isinstance(obj, Pickled):
             return self.record(EXT_PICKLED, obj.header, obj.frames, state, obj)
         if self.default is not None:
+            # A replacement counts as a level: that bounds a `default` that keeps returning
+            # new objects.
+            self.check_depth(obj, depth)
             try:
                 replacement = self.default(obj)
             except NotImplementedError:
