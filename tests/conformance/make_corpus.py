@@ -29,9 +29,16 @@ HAND_BUILT: dict[str, list[str]] = {
     "read_small_frame_ref": ["01 91 d4 04 01", "616263"],  # [ext 4: ref 1]
     "read_inline_bin_ref": ["01 91 c7 05 05 c4 03 616263"],  # [ext 5: bin "abc"]
     "read_split_small": ["01 91 c7 03 06 92 01 03", "6162", "6364", "6566"],  # [ext 6: [1, 3]]
+    "read_tuple_led_by_ext_1": ["01 93 d4 01 e0 01 02"],  # [ext 1: -32, 1, 2]
+    "read_ext_1_empty": ["01 c7 00 01"],  # ext 1, no data
+    "read_equal_keys": ["01 83 01 02 cb 3ff0000000000000 03 c3 04"],  # {1: 2, 1.0: 3, true: 4}
     "read_compressed_frame_ref": [  # [ext 4: [1, "zlib"]], frame 1 zlib of 20,000 zero bytes
         "01 91 c7 07 04 92 01 a4 7a6c6962",
         "789cedc13101000000c2a0f54f6d0d0fa00000000000000000000000000000000000000078304e200001"],
+    # values msgpack has
+    "refuse_str_not_utf8": ["01 a2 fffe"],
+    "refuse_array_as_map_key": ["01 81 92 01 02 c0"],  # {[1, 2]: nil}
+    "refuse_bytearray_as_set_item": ["01 92 c7 00 09 d4 02 61"],  # [9, ext 2: "a"]
     # the header frame
     "refuse_version_0": ["00 c0"],
     "refuse_version_2": ["02 c0"],
@@ -57,6 +64,7 @@ HAND_BUILT: dict[str, list[str]] = {
     "refuse_split_ref_past_end": ["01 c7 03 04 92 01 03", "78", "79"],
     "refuse_split_ref_zero_count": ["01 c7 03 04 92 01 00", "78"],
     "refuse_ref_str": ["01 c7 02 04 a1 78"],
+    "refuse_compressed_ref_no_name": ["01 c7 03 04 92 01 c0", "78"],  # [1, nil]
     # short numpy records: [14, dtype, flags, ref, *shape], "<i2" is a3 3c6932
     "refuse_short_record_bad_flags": ["01 95 c7 00 0e a3 3c6932 04 c4 02 0000 01"],
     "refuse_short_record_dtype_not_str": ["01 95 c7 00 0e 01 02 c4 02 0000 01"],
@@ -66,6 +74,7 @@ HAND_BUILT: dict[str, list[str]] = {
     # records: [12 or 13, header, refs], ext 7 [header, refs]
     "refuse_record_two_items": ["01 92 c7 00 0c 80"],
     "refuse_record_header_not_map": ["01 93 c7 00 0d 90 90"],
+    "refuse_record_refs_a_tuple": ["01 93 c7 00 0c 80 91 e0"],  # refs (-32,): a tuple
     "refuse_ext_record_not_pair": ["01 81 c7 01 07 c0 01"],  # {ext 7 holding nil: 1}
     # {ext 7 holding [{"x": ext}, []]: 1}: fixext 1 of code 3, fixext 4 of code -1
     "refuse_ext_in_ext_record_header": ["01 81 c7 08 07 92 81 a1 78 d4 03 00 90 01"],
@@ -83,6 +92,9 @@ HAND_BUILT_STREAMS: dict[str, str] = {
     "refuse_no_frames": "0000000000000000",
     "refuse_stream_truncated": "0100000000000000 0500000000000000 6162",
     "refuse_stream_trailing_bytes": "0100000000000000 0200000000000000 01c0 ff",
+    # 1,200 frames (the header 01c0, then empty ones) in 9,610 bytes: more than 1,024 + 9,610 // 64
+    "refuse_frames_past_their_bytes": "b004000000000000 0200000000000000" + " 0000000000000000" * 1199
+                                      + " 01c0",
 }
 
 
