@@ -223,6 +223,36 @@ def test_depth_limit_on_loads() -> None:
         fastser.loads(frames, limits=Limits(max_depth=10))
 
 
+def test_depth_limit_counts_payloads_opened_to_containers_in_any_header() -> None:
+    # A header of a few hundred bytes cannot nest max_depth deep, but a payload opened in
+    # it can: the msgpack family's list, a pickle's tuple (here a dict key).
+    small = fastser.dumps(fastser.Serialize(nested(300, 1)), serializers=["msgpack"])
+    assert len(small[0]) < 2 * 256
+    key: Any = 1
+    for _ in range(300):
+        key = (key,)
+    keyed = fastser.dumps({fastser.ToPickle(key): 1})
+    for frames in (small, keyed):
+        with pytest.raises(DeserializationError, match="max_depth=256"):
+            fastser.loads(frames)
+        fastser.loads(frames, deserialize=False)  # kept, the payload is a leaf
+        assert fastser.loads(frames, limits=Limits(max_depth=400)) is not None
+    within = fastser.dumps([fastser.Serialize(nested(255, 1))], serializers=["msgpack"])
+    assert fastser.loads(within) == [nested(255, 1)]
+
+
+def test_depth_limit_holds_beside_payloads_opened_to_leaves() -> None:
+    # An opened payload that is no container (a Counter, bytes) leaves the depth check to
+    # the header's own bounds: they must still refuse the header's nesting.
+    import collections
+
+    for leaf in (fastser.ToPickle(collections.Counter(a=1)), fastser.Serialize(b"ab")):
+        frames = fastser.dumps([leaf, nested(255, 1)])  # 256 levels: the most dumps writes
+        assert fastser.loads(frames)[1] == nested(255, 1)
+        with pytest.raises(DeserializationError, match="max_depth=255"):
+            fastser.loads(frames, limits=Limits(max_depth=255))
+
+
 def test_limits_are_checked_before_decoding() -> None:
     frames = fastser.dumps({"a": b"x" * 100_000, "b": list(range(100))})
     for limits in (Limits(max_frames=1), Limits(max_frame_bytes=99_999),

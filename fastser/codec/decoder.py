@@ -87,13 +87,14 @@ class Decoder:
         # it is a map (its header, and the other half of the entry the path does not take),
         # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
-        # maps of scalars), and only a header they say may nest too deep is walked. The
-        # scan cannot see into bytes that became values (state.unscanned): a message
-        # holding any is walked, keys included (an opened payload may be a key). msgpack
-        # itself stops at 1024 levels.
-        if (size + state.arrays) // 2 > max_depth and is_container(msg) and \
-                (state.unscanned > 0 or
-                 header_nests_deeper(data, max_depth)) \
+        # maps of scalars), and only a header they say may nest too deep is walked. Neither
+        # bound sees into payloads opened to containers (state.unscanned), whatever the
+        # header's size: a message holding any is walked, keys included (an opened payload
+        # may be a key). msgpack itself stops at 1024 levels.
+        if is_container(msg) and (
+                state.unscanned > 0 or
+                (size + state.arrays) // 2 > max_depth and
+                header_nests_deeper(data, max_depth)) \
                 and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
@@ -141,8 +142,10 @@ class DecodeState:
         self.converted: Optional[dict[int, tuple[Any, list[Any]]]] = None
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
         self.collections = 0  # tuples, sets and frozensets made (they may be dict keys)
-        # Values made from bytes inside the header, which its depth scan cannot see into:
-        # payloads opened by a family or the factory.
+        # Containers made from bytes inside the header, which its depth scan cannot see
+        # into: payloads that a family or the factory opened to a dict, list, tuple, set or
+        # frozenset (the depth walk descends those exact types only, so no other value
+        # can hide nesting from it).
         self.unscanned = 0
         self.arrays = 0  # arrays decoded, each seen by list_hook
         self.frames = frames
@@ -226,8 +229,7 @@ class DecodeState:
                     except Exception:
                         pass  # the general way raises it again, with the family's context
                     else:
-                        self.unscanned += 1  # as serialized_record counts an opened payload
-                        return array
+                        return array  # a leaf: no nesting the depth scan could miss
                 return self.serialized_record(header_of(items), [frame])
             except DeserializationError as exc:
                 raise located(exc, f"the payload {where([ref])}")
@@ -293,13 +295,11 @@ class DecodeState:
         decoder's serialized_factory makes of it; or a Serialized."""
         decoder = self.decoder
         if decoder.deserialize:
-            self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return deserialize_within(header, frames, decoder.deserializers,
-                                      decoder.limits.max_frame_bytes)
+            return self.opened(deserialize_within(header, frames, decoder.deserializers,
+                                                  decoder.limits.max_frame_bytes))
         if decoder.serialized_factory is not None:
-            self.unscanned += 1
-            return decoder.serialized_factory(header, frames)
+            return self.opened(decoder.serialized_factory(header, frames))
         return Serialized(header, frames)
 
     def pickled_record(self, header: Header, frames: list[Frame]) -> Any:
@@ -311,9 +311,16 @@ class DecodeState:
             if family != PICKLE_FAMILY:
                 raise DeserializationError(
                     f"a pickled placeholder names the family {shown(family)}")
-            self.unscanned += 1
             header, frames = self.payload().inflate_payload(header, frames)
-            return deserialize_within(header, frames, decoder.deserializers,
-                                      decoder.limits.max_frame_bytes)
+            return self.opened(deserialize_within(header, frames, decoder.deserializers,
+                                                  decoder.limits.max_frame_bytes))
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)
+
+    def opened(self, value: Any) -> Any:
+        """An opened payload's value, counted in `unscanned` if it is a container: the
+        depth walk must then run (a heartbeat's Counter, a numpy array, an object are
+        leaves to it, and a message of them is checked by the header's scan alone)."""
+        if is_container(value):
+            self.unscanned += 1
+        return value
