@@ -1,4 +1,5 @@
-"""The floors under five of issue 4's targets, timed side by side in one process.
+"""The floors under five of issue 4's targets and under the traffic corpus's heartbeat,
+timed side by side in one process.
 
     PY benchmarks/floors.py [--rounds N] [--only 'W3 loads,W1 dumps']
 
@@ -38,6 +39,17 @@ value once. distributed's values are inline in its msgpack header, where msgpack
 in C. fastser's are out-of-band frames named by extension types (zero-copy dumps), so each
 costs an ext_hook call. `unpackb + no-op hooks, then copies` is that design's floor: fastser's
 own W5 header decoded with hooks that do nothing, then one bytes() per payload frame.
+
+heartbeat dumps and loads: the one kind of the traffic corpus (traffic/corpus) where fastser
+is slower than distributed, a worker's heartbeat to the scheduler, built and coded as
+traffic/bench.py does (each codec as its comm calls it). It holds 38 tuples (keys of
+digests) and a Counter (task_counts), whose types fastser keeps and distributed loses: its
+msgpack packs a tuple as an array and a Counter as a map, and reads every array back as a
+tuple. `pack keeping tuples` is msgpack alone with the `default` that leads each tuple
+(no walk, and the Counter as a plain dict); `pickle of the Counter` is its pickle alone.
+Their sum is the least that keeping those types costs. On loads, `unpackb + list_hook=tuple`
+decodes fastser's header with a C builtin as the hook (see W1 loads), and the Counter
+is unpickled on its own.
 
 Each line: the median time per call, and the median over rounds of its ratio to the first
 line of its group, measured in the same round.
@@ -227,6 +239,60 @@ def w2_dumps() -> dict[str, Callable[[], Any]]:
     }
 
 
+def heartbeat() -> tuple[Any, Any, Any, Any, Any]:
+    """The corpus's heartbeat_worker message as each codec is handed it, a copy with its
+    Counter as a dict, and the fastser and distributed codecs as their comms to the
+    scheduler call them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "traffic"))
+    import bench_workloads
+    import shapes
+
+    shape = bench_workloads.KINDS["heartbeat_worker"]["shape"]
+    msg = shapes.build(shape, "fastser")
+    plain = dict(msg)
+    plain["metrics"] = dict(msg["metrics"])
+    plain["metrics"]["task_counts"] = dict(msg["metrics"]["task_counts"])
+    return (msg, plain, shapes.build(shape, "distributed"), bench_workloads.fastser_codec(True),
+            bench_workloads.distributed_codec(True))
+
+
+def heartbeat_dumps() -> dict[str, Callable[[], Any]]:
+    import pickle
+
+    from fastser.codec.packing import mark_collection
+
+    msg, plain, dist_msg, (encoder, _), (dist_dumps, _) = heartbeat()
+    counter = msg["metrics"]["task_counts"]
+    packer = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
+                            default=mark_collection)
+    return {
+        "distributed dumps (the anchor)": lambda: dist_dumps(dist_msg),
+        "fastser:// Encoder.dumps": lambda: encoder.dumps(msg),
+        "  the same, the Counter a dict": lambda: encoder.dumps(plain),
+        "pack keeping tuples (no walk)": lambda: packer.pack(plain),
+        "pickle of the Counter": lambda: pickle.dumps(counter, protocol=5),
+    }
+
+
+def heartbeat_loads() -> dict[str, Callable[[], Any]]:
+    import pickle
+
+    msg, plain, dist_msg, (encoder, decoder), (dist_dumps, dist_loads) = heartbeat()
+    frames = workloads.received_one_buffer(encoder.dumps(msg))
+    plain_frames = workloads.received_one_buffer(encoder.dumps(plain))
+    dist_frames = workloads.received_distributed_tcp(dist_dumps(dist_msg))
+    header = bytes(frames[0])[1:]
+    pickled = pickle.dumps(msg["metrics"]["task_counts"], protocol=5)
+    return {
+        "distributed loads (the anchor)": lambda: dist_loads(dist_frames),
+        "fastser:// Decoder.loads": lambda: decoder.loads(frames),
+        "  the same, the Counter a dict": lambda: decoder.loads(plain_frames),
+        "unpackb + list_hook=tuple": lambda: msgpack.unpackb(
+            header, ext_hook=no_op_ext_hook, list_hook=tuple, strict_map_key=False),
+        "unpickle the Counter": lambda: pickle.loads(pickled),
+    }
+
+
 def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
     for fn in fns.values():
         fn()
@@ -263,7 +329,8 @@ def main() -> None:
     gc.disable()  # as in suite.py
     groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W1 loads parts": w1_loads_parts,
               "W3 loads": w3_loads,
-              "W2 dumps": w2_dumps, "W5 loads": w5_loads}
+              "W2 dumps": w2_dumps, "W5 loads": w5_loads,
+              "heartbeat dumps": heartbeat_dumps, "heartbeat loads": heartbeat_loads}
     unknown = set(chosen) - set(groups)
     if unknown:
         parser.error(f"unknown groups {sorted(unknown)}; choose from {list(groups)}")
