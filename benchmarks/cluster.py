@@ -1,6 +1,8 @@
 """A Dask cluster over tcp:// against the same over fastser://, interleaved in one process.
 
-    python benchmarks/cluster.py [--rounds 5] [--tasks 2000] [--scale 0.5] [--only a,b] [--json]
+    python benchmarks/cluster.py [--rounds 5] [--clusters 1] [--tasks 2000] [--scale 0.5]
+                                 [--only a,b] [--schemes tcp://,fastser://] [--json]
+                                 [--no-settle]
 
 Two LocalClusters (2 worker processes of 1 thread each, scheduler and client in this
 process) run side by side; each round times, on one then the other (the order alternates):
@@ -16,12 +18,20 @@ process) run side by side; each round times, on one then the other (the order al
   and the whole computation of each real workload of traffic/dask_workloads.py (array
   reduction, x + x.T with a rechunk, groupby-aggregate, P2P and task shuffles, a map of
   10,000 tasks then gather, a scatter of 100 arrays), at --scale (array sides and rows).
-The report gives the median time of each, and the median over rounds of the per-round ratio
-tcp:// / fastser:// (above 1: fastser:// faster). Needs the dask extra and
-dask[array,dataframe]; uses the fastser that `import fastser` finds, and says which build.
+Each timed run starts from quiet processes (settle). The report gives the median time of
+each, and the median over rounds of the per-round ratio tcp:// / fastser:// (above 1:
+fastser:// faster). With --clusters K, K fresh pairs of clusters run one after the other, and
+the report adds each pair's median ratio: a pair of clusters has a bias of its own, which
+more rounds on one pair do not average out; which cluster starts first alternates from
+pair to pair. `--schemes tcp://,tcp://` measures that bias: pairs of tcp:// clusters alike
+came out 0.98x-1.18x apart on push and 1.02x-1.08x on scatter, pairs of fastser:// ones
+0.97x-1.03x and 0.98x-1.01x (3 pairs each, 21 rounds).
+Needs the dask extra and dask[array,dataframe]; uses the fastser that `import fastser`
+finds, and says which build.
 """
 
 import argparse
+import gc
 import json
 import operator
 import os
@@ -32,13 +42,14 @@ from collections.abc import Callable
 from typing import Any
 
 import distributed
+import psutil  # a dependency of distributed
 
 import fastser
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "traffic"))
 import dask_workloads  # noqa: E402
 
-SCHEMES = ("tcp://", "fastser://")
+SCHEMES = ("tcp://", "fastser://")  # --schemes: the default pair
 # distributed leaves Client and LocalCluster unannotated: handled as Any here (mypy --strict
 # refuses calls of untyped functions from typed code).
 Client: Any = distributed.Client
@@ -103,26 +114,53 @@ def time_push(client: Any, round_: int) -> float:
     return elapsed
 
 
+# Before each timed run, every process of both clusters (and this one, which runs their
+# schedulers) is collected and then left until it is quiet: less than QUIET_SHARE of one core
+# per process over QUIET_WINDOW seconds, summed, or QUIET_TIMEOUT at most (idle, the two
+# clusters' heartbeats take ~12 % of a core on average, in bursts). Why: on 2 cores, what one
+# cluster still does after its run (releasing a shuffle's keys, a collection of its graph)
+# slowed whichever run came next, on either scheme (scatter after the shuffles: 0.4 s or
+# 0.6 s, bimodal).
+QUIET_SHARE = 0.01
+QUIET_WINDOW = 0.2
+QUIET_TIMEOUT = 10.0
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    return sum(sum(process.cpu_times()[:2]) for process in processes)
+
+
+def settle(clients: list[Any], processes: list[psutil.Process]) -> bool:
+    """Collect garbage everywhere, then wait until `processes` are quiet; False if they
+    were still busy at QUIET_TIMEOUT."""
+    gc.collect()
+    for client in clients:
+        client.run(gc.collect)
+    deadline = time.perf_counter() + QUIET_TIMEOUT
+    while True:
+        before = cpu_seconds(processes)
+        time.sleep(QUIET_WINDOW)
+        if cpu_seconds(processes) - before < QUIET_SHARE * len(processes) * QUIET_WINDOW:
+            return True
+        if time.perf_counter() > deadline:
+            return False
+
+
 def time_workload(workload: Callable[[Any, float], Any], client: Any, scale: float) -> float:
     start = time.perf_counter()
     workload(client, scale)
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--tasks", type=int, default=2000)
-    parser.add_argument("--scale", type=float, default=0.5)
-    parser.add_argument("--only", default="", help="comma-separated: gather, map, transfer, "
-                        "push, or workloads of traffic/dask_workloads.py")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-
-    clusters = {scheme: LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     protocol=scheme, host="127.0.0.1",
-                                     dashboard_address=":0")
-                for scheme in SCHEMES}
+def time_clusters(args: argparse.Namespace, names: list[str],
+                  swap: bool) -> tuple[dict[str, dict[str, list[float]]], int]:
+    """One pair of fresh clusters, of the schemes of --schemes, and its --rounds: the times
+    of each chosen run on each cluster (by its name in `names`), and how many runs started
+    before their processes were quiet. `swap`: the second cluster is started first."""
+    started = list(zip(names, args.schemes))
+    clusters = {name: LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                   protocol=scheme, host="127.0.0.1", dashboard_address=":0")
+                for name, scheme in (started[::-1] if swap else started)}
     clients = {scheme: Client(cluster) for scheme, cluster in clusters.items()}
     runs: dict[str, Callable[[str, int], float]] = {
         "gather": lambda scheme, round_: time_gather(clients[scheme], kept[scheme]),
@@ -140,40 +178,106 @@ def main() -> None:
         for scheme, client in clients.items():
             client.gather(kept[scheme])  # in memory before timing; warms every connection
             time_map(client, args.tasks, -1)
+        processes = [psutil.Process()] + [psutil.Process(pid) for client in clients.values()
+                                          for pid in client.run(os.getpid).values()]
+        busy = 0
         times: dict[str, dict[str, list[float]]] = {
-            what: {scheme: [] for scheme in SCHEMES} for what in chosen}
+            what: {name: [] for name in names} for what in chosen}
         for round_ in range(args.rounds):
-            order = SCHEMES if round_ % 2 == 0 else SCHEMES[::-1]
+            order = names if round_ % 2 == 0 else names[::-1]
             for what in chosen:
                 for scheme in order:
+                    if not args.no_settle and not settle(list(clients.values()), processes):
+                        busy += 1
                     times[what][scheme].append(runs[what](scheme, round_))
     finally:
         for client in clients.values():
             client.close()
         for cluster in clusters.values():
             cluster.close()
+    return times, busy
 
+
+def ratios(first: list[float], second: list[float]) -> list[float]:
+    """first / second, round by round."""
+    return [one / other for one, other in zip(first, second)]
+
+
+def cluster_names(schemes: list[str]) -> list[str]:
+    """Each cluster's name: its scheme, the second marked when both have the same (a
+    calibration: what two clusters alike differ by)."""
+    first, second = schemes
+    return [first, second if second != first else f"{second} (2nd)"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--clusters", type=int, default=1,
+                        help="pairs of fresh clusters, one after the other, each for --rounds")
+    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--scale", type=float, default=0.5)
+    parser.add_argument("--only", default="", help="comma-separated: gather, map, transfer, "
+                        "push, or workloads of traffic/dask_workloads.py")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        type=lambda text: text.split(","),
+                        help="the two clusters' schemes (ratios are first / second); the "
+                        "same one twice shows what two clusters alike differ by")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-settle", action="store_true",
+                        help="time each run right after the one before (see settle)")
+    args = parser.parse_args()
+    if len(args.schemes) != 2:
+        parser.error("--schemes takes two schemes")
+    names = cluster_names(args.schemes)
+    first, second = names
+
+    pairs = []
+    busy = 0
+    for pair in range(args.clusters):
+        # Which cluster starts first alternates too: in 3 of 5 pairs of tcp:// clusters
+        # alike, the first started was the slower by 1.11x-1.18x on push.
+        times, timed_out = time_clusters(args, names, pair % 2 == 1)
+        pairs.append(times)
+        busy += timed_out
+    chosen = list(pairs[0])
     report: dict[str, Any] = {"fastser_compiled": fastser.COMPILED, "tasks": args.tasks,
-                              "rounds": args.rounds, "times": times}
-    for what, by_scheme in times.items():
-        tcp, fast = by_scheme["tcp://"], by_scheme["fastser://"]
+                              "rounds": args.rounds, "clusters": args.clusters,
+                              "first": first, "second": second,
+                              "settled": not args.no_settle, "busy": busy,
+                              "times": pairs[0] if args.clusters == 1 else pairs}
+    for what in chosen:
+        one = [t for times in pairs for t in times[what][first]]
+        other = [t for times in pairs for t in times[what][second]]
         report[what] = {
-            "tcp_median_s": statistics.median(tcp),
-            "fastser_median_s": statistics.median(fast),
-            "ratio_tcp_over_fastser": statistics.median(t / f for t, f in zip(tcp, fast)),
-            "noise_tcp": max(tcp) / min(tcp), "noise_fastser": max(fast) / min(fast),
+            "first_median_s": statistics.median(one),
+            "second_median_s": statistics.median(other),
+            # Over every round of every pair of clusters.
+            "ratio_first_over_second": statistics.median(ratios(one, other)),
+            "ratio_per_clusters": [statistics.median(ratios(times[what][first],
+                                                            times[what][second]))
+                                   for times in pairs],
+            "noise_first": max(one) / min(one), "noise_second": max(other) / min(other),
         }
     if args.json:
         print(json.dumps(report, indent=1))
         return
     print(f"fastser {'compiled' if fastser.COMPILED else 'pure'}; {args.tasks} tasks for "
-          f"gather and map; workloads at scale {args.scale}; {args.rounds} rounds, interleaved")
-    print(f"{'':18s} {'tcp://':>10s} {'fastser://':>10s} {'tcp/fastser':>11s}   noise tcp/fastser")
+          f"gather and map; workloads at scale {args.scale}; {args.rounds} rounds, interleaved"
+          + (f", on each of {args.clusters} pairs of fresh clusters" if args.clusters > 1
+             else "")
+          + ("" if args.no_settle else f"; each from quiet processes ({busy} timed out)"))
+    ratio = ("1st/2nd" if args.schemes[0] == args.schemes[1]
+             else f"{first.removesuffix('://')}/{second.removesuffix('://')}")
+    print(f"{'':18s} {first:>10s} {second:>10s} {ratio:>11s}   noise"
+          + ("   per pair of clusters" if args.clusters > 1 else ""))
     for what in chosen:
         row = report[what]
-        print(f"{what:18s} {row['tcp_median_s']:9.3f}s {row['fastser_median_s']:9.3f}s "
-              f"{row['ratio_tcp_over_fastser']:10.2f}x   {row['noise_tcp']:.2f}/"
-              f"{row['noise_fastser']:.2f}")
+        print(f"{what:18s} {row['first_median_s']:9.3f}s {row['second_median_s']:9.3f}s "
+              f"{row['ratio_first_over_second']:10.2f}x   {row['noise_first']:.2f}/"
+              f"{row['noise_second']:.2f}"
+              + ("   " + " ".join(f"{pair:.2f}" for pair in row["ratio_per_clusters"])
+                 if args.clusters > 1 else ""))
 
 
 if __name__ == "__main__":
