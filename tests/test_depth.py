@@ -92,23 +92,41 @@ def test_a_big_header_nested_too_deep_is_refused() -> None:
         assert fastser.loads(big_header(deep), limits=fastser.Limits(max_depth=257))
 
 
-def test_payloads_opened_inline_are_still_walked() -> None:
-    # The scan cannot see into bin or extension data; what a family builds from it is
-    # walked, as before the scan (header bytes alone once made this message walk).
+def test_an_opened_payload_is_one_leaf_as_dumps_counts_it() -> None:
+    # One rule both ways: dumps counts a payload as one level, and so does loads once it
+    # opened it (its family built it and bounds it: msgpack stops at 1024 levels, pickle
+    # is trusted or refused). tcp:// carries such objects; fastser:// must too.
     deep_array = b"\x91" * 600 + b"\x01"  # msgpack of a list nested 600 deep
     record = [msgpack.ExtType(EXT_SERIALIZED_MARK, b""), {"serializer": "msgpack"}, [deep_array]]
     header = VERSION + msgpack.packb(record, use_bin_type=True)
-    with pytest.raises(DeserializationError, match="max_depth=256"):
-        fastser.Decoder(deserializers=["msgpack"]).loads([header])
-    assert isinstance(fastser.Decoder(deserialize=False).loads([header]), fastser.Serialized)
+    assert depth_of(fastser.Decoder(deserializers=["msgpack"]).loads([header])) == 600
     deep: Any = 1
     for _ in range(300):
         deep = [deep]
     for wrapped in (fastser.ToPickle(deep), fastser.Serialize(deep)):
-        frames = fastser.dumps({"x": wrapped})
-        assert len(frames) == 1  # inline: a pickle in an extension type
+        small = fastser.dumps({"x": wrapped})
+        large = fastser.dumps({"pad": "p" * 4000, "x": wrapped})  # past the byte bound
+        for frames in (small, large):
+            assert depth_of(fastser.loads(frames)["x"]) == 300
+    # The header around an opened payload still counts, the same way both ways: 256
+    # containers pass, 257 do not (the payload a leaf at the bottom).
+    shallow: Any = [[[1]]]
+    for levels, passes in ((255, True), (256, False)):
+        nested: Any = {"pad": "p" * 4000, "x": fastser.ToPickle(shallow)}
+        for _ in range(levels):
+            nested = [nested]
+        if passes:
+            out = fastser.loads(fastser.dumps(nested))
+            for _ in range(levels):
+                out = out[0]
+            assert out["x"] == shallow
+            continue
+        with pytest.raises(fastser.SerializationError, match="max_depth=256"):
+            fastser.dumps(nested)
+        encoder = fastser.Encoder()
+        encoder.max_depth = 257
         with pytest.raises(DeserializationError, match="max_depth=256"):
-            fastser.loads(frames)
+            fastser.loads(encoder.dumps(nested))
 
 
 def test_past_the_scan_depth_the_walk_answers() -> None:
@@ -128,14 +146,22 @@ def test_past_the_scan_depth_the_walk_answers() -> None:
 
 
 def depth_of(value: Any) -> int:
-    if type(value) is dict:
-        return 1 + max([depth_of(v) for pair in value.items() for v in pair], default=0)
-    if type(value) in (list, tuple, set, frozenset):
-        return 1 + max([depth_of(v) for v in value], default=0)
-    return 0
+    """How deep containers nest in `value` (an explicit stack: no recursion limit)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is dict:
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif type(item) in (list, tuple, set, frozenset):
+            stack.extend((part, depth + 1) for part in item)
+        else:
+            continue
+        deepest = max(deepest, depth)
+    return deepest
 
 
-def test_a_payload_opened_as_a_dict_key_is_walked() -> None:
+def test_a_payload_opened_as_a_dict_key_is_one_leaf() -> None:
     deep: Any = 1
     for _ in range(10):
         deep = (deep,)
@@ -145,8 +171,8 @@ def test_a_payload_opened_as_a_dict_key_is_walked() -> None:
     for key_holder in ({pickled: 1}, [msgpack.ExtType(EXT_SET_MARK, b""), pickled]):
         frames = [VERSION + msgpack.packb(key_holder)]
         assert depth_of(fastser.loads(frames)) == 11
-        with pytest.raises(DeserializationError, match="max_depth=4"):
-            fastser.loads(frames, limits=fastser.Limits(max_depth=4))
+        # The header holds one container; the opened tuple is one leaf in it.
+        assert depth_of(fastser.loads(frames, limits=fastser.Limits(max_depth=1))) == 11
 
 
 # The ext -1 scan: msgpack makes a Timestamp of an extension type of code -1 before ext_hook

@@ -8,6 +8,10 @@ without its header where fastser's own numpy entry would read it), and one led b
 TUPLE_LEAD into a tuple.
 Every index, count and length read from the wire is checked before it is used; Limits are
 checked before decoding starts; a sentinel anywhere but first in an array is refused.
+What a peer's bytes buy is bounded: every byte msgpack turns into objects (the header's, and
+each msgpack-family payload's once inflated) counts against Limits.max_header_bytes, and the
+hashes of the values that may become keys are counted (codec.collisions) before msgpack
+inserts them.
 """
 
 from collections.abc import Callable, Sequence
@@ -16,8 +20,9 @@ from typing import Any, Optional, cast
 from fastser.arguments import check_bool, check_optional
 from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
-from fastser.codec.depth import (deeper_than, header_nests_deeper, holds_ext_minus_1,
-                                 is_container)
+from fastser.codec.collisions import HashCounter
+from fastser.codec.depth import (SCAN_DEPTH, deeper_than, float_key_hashes,
+                                 header_nests_deeper, holds_ext_minus_1, is_container)
 from fastser.codec.header import frame_list_of, header_body
 from fastser.codec.marks import (ARRAY_MARK, LIST_MARK, MARKS, Mark, PICKLED_MARK,
                                  SERIALIZED_MARK, SET_MARK, unpack, unpack_plain, unpack_ref)
@@ -67,7 +72,14 @@ class Decoder:
         if holds_ext_minus_1(data, 0):
             raise DeserializationError(
                 "unknown extension type code -1 (msgpack's timestamp) in the header frame")
-        state = DecodeState(self, frame_list)
+        state = DecodeState(self, frame_list, size)
+        # Float keys are made by msgpack, out of any hook's reach: their hashes are counted
+        # from the bytes first, where a float may stand (a memchr each says most headers
+        # hold none).
+        if (0xcb in data or 0xca in data) and not float_key_hashes(data, state.hashes):
+            raise DeserializationError(
+                f"message nested deeper than Limits.max_depth={self.limits.max_depth} (or "
+                f"than the {SCAN_DEPTH} levels where float keys are counted)")
         try:
             msg = unpack(body, state, state)
         except FastserError:
@@ -87,97 +99,61 @@ class Decoder:
         # it is a map (its header, and the other half of the entry the path does not take),
         # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
-        # maps of scalars), and only a header they say may nest too deep is walked. Neither
-        # bound sees into payloads opened to containers (state.unscanned), whatever the
-        # header's size: a message holding any is walked, keys included (an opened payload
-        # may be a key). msgpack itself stops at 1024 levels.
-        if is_container(msg) and (
-                state.unscanned > 0 or
-                (size + state.arrays) // 2 > max_depth and
-                header_nests_deeper(data, max_depth)) \
-                and deeper_than(msg, max_depth, state.collections > 0 or state.unscanned > 0):
+        # maps of scalars), and only a header they say may nest too deep is walked. An
+        # opened payload is one leaf, as dumps counts it: its family made it and bounds it
+        # (msgpack stops at 1024 levels, pickle is trusted or refused), and what tcp://
+        # carries (a pickled object nested 300 deep) must load. The walk stops at opened
+        # payloads only by their types, so a message holding one is walked no deeper than
+        # its header reaches: opened containers are not descended (state.opened_payloads).
+        if is_container(msg) and \
+                (size + state.arrays) // 2 > max_depth and \
+                header_nests_deeper(data, max_depth) \
+                and deeper_than(msg, max_depth, state.collections > 0,
+                                 state.opened_payloads):
             raise DeserializationError(
                 f"message nested deeper than Limits.max_depth={max_depth}")
         return msg
 
 
-def restored(value: Any, converted: dict[int, tuple[Any, list[Any]]], depth: int) -> Any:
-    """`value`, in a payload's header or refs, with each tuple that lists_as_tuples made of a
-    list (`converted`, by id) the list again: a payload's header is the sender's, read as it
-    was written, so a kept payload forwards byte for byte. Stops at `depth` 0: loads refuses
-    what nests deeper than its Limits anyway."""
-    t = type(value)
-    if depth == 0 or not (t is tuple or t is dict):
-        return value
-    if t is dict:
-        mapping: dict[Any, Any] = value
-        for key, item in mapping.items():  # values replaced in place: the size stays
-            if type(item) is tuple or type(item) is dict:
-                mapping[key] = restored(item, converted, depth - 1)
-        return value
-    entry = converted.get(id(value))  # its tuple is alive there: the id is not reused
-    if entry is not None:
-        items = entry[1]
-        for index in range(len(items)):
-            items[index] = restored(items[index], converted, depth - 1)
-        return items
-    old: tuple[Any, ...] = value  # a tuple the sender wrote: its items may hold lists
-    new = [restored(item, converted, depth - 1) for item in old]
-    for index in range(len(new)):
-        if new[index] is not old[index]:
-            return tuple(new)
-    return value
-
-
 class DecodeState:
     """What one loads call needs inside msgpack's hooks (the state is both)."""
 
-    def __init__(self, decoder: Decoder, frames: list[Frame]) -> None:
+    def __init__(self, decoder: Decoder, frames: list[Frame], header_bytes: int) -> None:
         self.decoder = decoder
         self.lists_as_tuples = decoder.lists_as_tuples
-        # With lists_as_tuples, each tuple made of an array, by id, with the list it was:
-        # a payload's header and refs get their lists back (restored). Holding the tuple
-        # keeps its id from being reused while the message is decoded. Made at the first
-        # (most decoders never convert: a dict per loads is ~2 % of a control message's).
-        self.converted: Optional[dict[int, tuple[Any, list[Any]]]] = None
+        self.header_bytes = header_bytes
         self.marks = 0  # marks made by ext_hook that list_hook has not yet consumed
+        # Record marks (serialized, pickled, numpy) whose array is still being decoded:
+        # inside one, lists_as_tuples leaves arrays lists, so a payload's header and refs
+        # read as the sender wrote them (a kept payload forwards byte for byte).
+        self.records_open = 0
         self.collections = 0  # tuples, sets and frozensets made (they may be dict keys)
-        # Containers made from bytes inside the header, which its depth scan cannot see
-        # into: payloads that a family or the factory opened to a dict, list, tuple, set or
-        # frozenset (the depth walk descends those exact types only, so no other value
-        # can hide nesting from it).
-        self.unscanned = 0
+        # The containers that payloads were opened to, by id: leaves to the depth walk
+        # (held, so that no other container can take the id of one a duplicate key freed).
+        self.opened_payloads: Optional[dict[int, Any]] = None
         self.arrays = 0  # arrays decoded, each seen by list_hook
+        self.hashes = HashCounter(header_bytes)
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
 
     def as_tuple(self, items: list[Any]) -> Any:
         """A plain array under lists_as_tuples: a tuple, as msgpack's use_list=False makes
-        it (what payloads hold is not decoded here, so it keeps its lists)."""
+        it (what payloads hold is not decoded here, so it keeps its lists); a list inside
+        a record, as the sender wrote it."""
+        if self.records_open > 0:
+            return items
         made = tuple(items)
-        converted = self.converted
-        if converted is None:
-            converted = self.converted = {}
-        converted[id(made)] = (made, items)
         self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
+        self.hashes.count(made)
         return made
-
-    def as_sent(self, value: Any) -> Any:
-        """A record's header or refs as the sender wrote them (lists_as_tuples made their
-        lists tuples). All empty tuples are one object: in a record an empty tuple reads
-        back as an empty list once any empty list was made a tuple (a payload header's
-        empty lists, which families write, outnumber its empty tuples)."""
-        converted = self.converted
-        if converted is None:
-            return value
-        return restored(value, converted, self.decoder.limits.max_depth)
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
         found = self.payload_frames
         if found is None:
-            found = self.payload_frames = PayloadFrames(self.frames, self.decoder.limits)
+            found = self.payload_frames = PayloadFrames(self.frames, self.decoder.limits,
+                                                        self.header_bytes)
         return found
 
     def __call__(self, items: Any, data: Any = None) -> Any:
@@ -200,9 +176,13 @@ class DecodeState:
                 self.collections += 1
                 # A slice, then a tuple of it: natively, where `del items[0]` is a generic
                 # item deletion (~0.1k instructions more per tuple).
-                return tuple(items[1:])
+                made = tuple(items[1:])
+                self.hashes.count(made)
+                return made
             return self.as_tuple(items) if self.lists_as_tuples else items
         self.marks -= 1
+        if first is SERIALIZED_MARK or first is PICKLED_MARK or first is ARRAY_MARK:
+            self.records_open -= 1
         if first is SERIALIZED_MARK or first is PICKLED_MARK:
             header, refs, frames = self.record_parts(items)
             try:
@@ -213,7 +193,7 @@ class DecodeState:
                 raise located(exc, f"the payload {where(refs)}")
         if first is ARRAY_MARK:
             check_short_record(items)
-            ref = self.as_sent(items[3])
+            ref = items[3]
             frame = self.payload().frame_at(ref)
             decoder = self.decoder
             direct = decoder.direct_loads.get() if decoder.deserialize else None
@@ -237,9 +217,16 @@ class DecodeState:
         if first is LIST_MARK:
             return self.as_tuple(items) if self.lists_as_tuples else items
         self.collections += 1
+        if len(items) > 1:  # their hashes counted before the set probes among them
+            hashes = self.hashes
+            for item in items:
+                if type(item) is not str:
+                    hashes.count(item)
         if first is SET_MARK:
             return set(items)
-        return frozenset(items)
+        frozen = frozenset(items)
+        self.hashes.count(frozen)
+        return frozen
 
     def ext_hook(self, code: int, data: bytes) -> Any:
         mark = MARKS.get(code)
@@ -247,6 +234,8 @@ class DecodeState:
             if data:
                 raise DeserializationError(f"extension type {code} (a mark) carries data")
             self.marks += 1
+            if mark is SERIALIZED_MARK or mark is PICKLED_MARK or mark is ARRAY_MARK:
+                self.records_open += 1
             return mark
         if code == EXT_SERIALIZED or code == EXT_PICKLED:
             header, frames = self.record(data)
@@ -257,7 +246,9 @@ class DecodeState:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
         if code == EXT_BIGINT:
-            return int.from_bytes(data, "little", signed=True)
+            value = int.from_bytes(data, "little", signed=True)
+            self.hashes.count(value)
+            return value
         if code == EXT_BYTEARRAY:
             return bytearray(data)
         if code == EXT_MEMORYVIEW:
@@ -284,7 +275,7 @@ class DecodeState:
         its refs and the frames they name."""
         if len(items) != 3:
             raise DeserializationError("a payload record is not [mark, header, frames]")
-        header, refs = self.as_sent(items[1]), self.as_sent(items[2])
+        header, refs = items[1], items[2]
         if type(header) is not dict or type(refs) is not list:
             raise DeserializationError("a payload record is not [mark, header, frames]")
         payload = self.payload()
@@ -318,9 +309,14 @@ class DecodeState:
         return Pickled(header, frames)
 
     def opened(self, value: Any) -> Any:
-        """An opened payload's value, counted in `unscanned` if it is a container: the
-        depth walk must then run (a heartbeat's Counter, a numpy array, an object are
-        leaves to it, and a message of them is checked by the header's scan alone)."""
+        """An opened payload's value: one leaf to the depth walk, as to dumps (a container
+        is remembered by id, for the walk to stop at); its hash counted, as it may be a key
+        (a record in a dict key or set item)."""
         if is_container(value):
-            self.unscanned += 1
+            opened = self.opened_payloads
+            if opened is None:
+                opened = self.opened_payloads = {}
+            opened[id(value)] = value
+        if type(value) is not str and type(value) is not bytes:
+            self.hashes.count(value)
         return value

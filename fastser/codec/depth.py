@@ -4,8 +4,9 @@ header's bytes, and the exact walk of the decoded message that the decoder runs 
 bound is over the limit. And whether the bytes hold an extension type of code -1, which
 msgpack turns into a Timestamp before ext_hook could refuse it."""
 
+import struct
 from collections.abc import Iterable
-from typing import Any, Final, cast
+from typing import Any, Final, Optional, cast
 
 from mypy_extensions import i64
 
@@ -24,13 +25,16 @@ def flat(items: tuple[Any, ...]) -> bool:
     return True
 
 
-def deeper_than(obj: object, budget: int, keys: bool) -> bool:
+def deeper_than(obj: object, budget: int, keys: bool,
+                skip: Optional[dict[int, Any]] = None) -> bool:
     """Whether containers nest more than `budget` levels below `obj` (a container). With
     `keys`, dict keys are looked at too (a tuple key nests like any tuple); without, only
     values — right when the decode made no tuple, set or frozenset, as no other container
-    can be a key."""
+    can be a key. `skip`: the ids of containers that count as leaves (opened payloads)."""
     if budget == 0:
         return True
+    if skip is not None:
+        return deeper_than_skipping(obj, budget, skip)
     # Typed loops over exact types: mypyc iterates lists and dicts without the generic
     # iterator protocol, and most items are scalars that need no call.
     if type(obj) is dict:
@@ -60,6 +64,23 @@ def deeper_than(obj: object, budget: int, keys: bool) -> bool:
         return False
     for item in cast(Iterable[Any], obj):
         if is_container(item) and deeper_than(item, budget - 1, keys):
+            return True
+    return False
+
+
+def deeper_than_skipping(obj: object, budget: int, skip: dict[int, Any]) -> bool:
+    """deeper_than with keys, where the containers whose ids are in `skip` are leaves."""
+    if budget == 0:
+        return True
+    items: Iterable[Any]
+    if type(obj) is dict:
+        mapping: dict[Any, Any] = obj
+        items = [item for pair in mapping.items() for item in pair]
+    else:
+        items = cast(Iterable[Any], obj)
+    for item in items:
+        if is_container(item) and id(item) not in skip and \
+                deeper_than_skipping(item, budget - 1, skip):
             return True
     return False
 
@@ -205,3 +226,79 @@ def big_endian(data: bytes, start: i64, size: i64) -> i64:
         value = (value << 8) | data[start]
         start += 1
     return value
+
+
+# What float_keys returns where the header nests deeper than SCAN_DEPTH.
+KEYS_TOO_DEEP: Final = -3
+
+
+def float_key_hashes(data: bytes, counter: Any) -> bool:
+    """Count, with `counter` (a codec.collisions.HashCounter), the hash of every float that
+    stands as a key of a map in the msgpack value at the start of `data`: msgpack makes
+    those floats and inserts them with no hook between. Returns False when the header
+    nests deeper than SCAN_DEPTH (its floats there are not counted), True otherwise; bytes
+    that are not one msgpack value end the scan early (msgpack refuses them itself)."""
+    return float_keys(data, 0, len(data), 1, False, counter, SCAN_DEPTH) != KEYS_TOO_DEEP
+
+
+def float_keys(data: bytes, pos: i64, end: i64, count: i64, in_map: bool, counter: Any,
+               budget: i64) -> i64:
+    """skip_values, counting float map keys: the position after the `count` values at
+    `pos` (a map's keys and values alternate when `in_map`), -1 at bytes that end early or
+    that msgpack never writes, KEYS_TOO_DEEP past `budget` levels."""
+    key = in_map
+    while count > 0:
+        if pos >= end:
+            return -1
+        first: i64 = data[pos]
+        count -= 1
+        is_key = key
+        if in_map:
+            key = not key
+        if 0xa0 <= first < 0xc0:  # fixstr
+            pos += 1 + (first & 0x1f)
+            continue
+        if first < 0x80 or first >= 0xe0 or first == 0xc0 or first == 0xc2 or first == 0xc3:
+            pos += 1
+            continue
+        if first == 0xc1:
+            return -1
+        items: i64
+        is_map = False
+        if first < 0x90:
+            items = 2 * (first & 0x0f)
+            is_map = True
+            pos += 1
+        elif first < 0xa0:
+            items = first & 0x0f
+            pos += 1
+        else:
+            index: i64 = first - 0xc4
+            size: i64 = SIZE_BYTES[index]
+            length_bytes: i64 = LENGTH_BYTES[index]
+            if pos + 1 + size > end:
+                return -1
+            if first == 0xca or first == 0xcb:
+                if is_key:
+                    value: float = struct.unpack_from(">f" if first == 0xca else ">d",
+                                                      data, pos + 1)[0]
+                    counter.count_hash(hash(value), value)
+                pos += 1 + size
+                continue
+            if length_bytes == 0 and first < 0xdc:
+                pos += 1 + size
+                continue
+            if first < 0xdc:
+                pos += 1 + size + big_endian(data, pos + 1, length_bytes)
+                continue
+            count_here = big_endian(data, pos + 1, size)
+            is_map = first > 0xdd
+            items = 2 * count_here if is_map else count_here
+            pos += 1 + size
+        if items > 0:
+            if budget <= 0:
+                return KEYS_TOO_DEEP
+            pos = float_keys(data, pos, end, items, is_map, counter, budget - 1)
+            if pos < 0:
+                return pos
+    return pos

@@ -22,7 +22,7 @@ from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
                                    SERIALIZED_MARK, ext)
 from fastser.codec.paths import find_path
-from fastser.codec.payload_frames import add_frame, frame_refs
+from fastser.codec.payload_frames import OBJECT_FAMILY, add_frame, compress_objects, frame_refs
 from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
@@ -323,5 +323,8 @@ class Encoder:
         if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
             code = EXT_SERIALIZED
         elif self.compression is not None and HEADER_COMPRESSION not in header:
-            payload = compress_payload(header, payload, self.compression)
+            if header.get(HEADER_SERIALIZER) == OBJECT_FAMILY:
+                payload = compress_objects(header, payload, self.compression)
+            else:
+                payload = compress_payload(header, payload, self.compression)
         return self.record(code, header, payload, state, obj)

@@ -5,14 +5,17 @@ frame inflated within Limits), each frame named at most once. Sits on frames.com
 frames.split and limits; the encoder and the decoder each hold a message's frames.
 """
 
-from typing import Any, Optional, Union
+from typing import Any, Final, Optional, Union
 
 from fastser.buffers import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.errors import DeserializationError, shown
-from fastser.frames.compression import compression_names, decompress
+from fastser.frames.compression import compression_names, decompress, maybe_compress
 from fastser.frames.split import merge_frames, split_frames
-from fastser.headers import HEADER_COMPRESSION
-from fastser.limits import Limits
+from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
+from fastser.limits import OBJECT_INFLATE_SLACK, Limits, object_inflate_bound
+
+# The family whose payloads msgpack turns into objects: they share the header's budget.
+OBJECT_FAMILY: Final = "msgpack"
 
 
 # A frame ref in a serialized record: the frame inline, an index, or [start, count].
@@ -43,6 +46,24 @@ def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> li
     return refs
 
 
+def compress_objects(header: Header, payload: list[Frame], compression: str) -> list[Frame]:
+    """compress_payload for a msgpack-family payload: a frame stays uncompressed where its
+    compressed form would inflate past what a decoder allows such a frame
+    (limits.object_inflate_bound), so that fastser never writes what it refuses."""
+    names: list[Optional[str]] = []
+    frames: list[Frame] = []
+    for frame in payload:
+        name, out = maybe_compress(frame, compression)
+        if name is not None and nbytes(frame) > object_inflate_bound(nbytes(out)):
+            name, out = None, frame
+        names.append(name)
+        frames.append(out)
+    if any(name is not None for name in names):
+        header[HEADER_COMPRESSION] = names
+        return frames
+    return payload
+
+
 def where(refs: list[Any]) -> str:
     """Where a payload's frames are, for an error message: "in frames 2, 3..5"."""
     places = []
@@ -60,10 +81,15 @@ def where(refs: list[Any]) -> str:
 class PayloadFrames:
     """One message's frames, as its header's refs name them."""
 
-    def __init__(self, frames: list[Frame], limits: Limits) -> None:
+    def __init__(self, frames: list[Frame], limits: Limits, header_bytes: int) -> None:
         self.frames = frames
         self.limits = limits
         self.inflated = 0  # bytes decompressed so far in this message
+        # Bytes msgpack turns into objects: the header's, then each msgpack-family
+        # payload's (inflated), within Limits.max_header_bytes together.
+        self.object_bytes = header_bytes
+        # What compressed msgpack-family frames may still inflate past 3/2 of their size.
+        self.object_slack = OBJECT_INFLATE_SLACK
         # Which payload frames a ref has named. A list: compiled code indexes a list[bool]
         # inline, a bytearray through the generic item protocol (~1.5% of W5's loads).
         self.used: Optional[list[bool]] = None
@@ -74,13 +100,21 @@ class PayloadFrames:
             return self.inflate(ref[1], self.frame_at(ref[0]), writeable)
         return self.frame_at(ref)
 
-    def inflate(self, name: Any, frame: Frame, writeable: bool) -> Frame:
+    def inflate(self, name: Any, frame: Frame, writeable: bool,
+                object_bound: int = -1) -> Frame:
         """Decompress one frame, within Limits.max_frame_bytes and what the message's
         earlier decompressed frames left of Limits.max_message_bytes: a header of many
-        small compressed frames cannot make one loads inflate more than that."""
+        small compressed frames cannot make one loads inflate more than that. With an
+        `object_bound` (a msgpack-family frame), within that too."""
         limits = self.limits
         left = limits.max_message_bytes - self.inflated
-        if left < limits.max_frame_bytes:
+        if 0 <= object_bound < min(left, limits.max_frame_bytes):
+            out = decompress(name, frame, object_bound, writeable,
+                             f"the {object_bound} bytes a compressed msgpack payload of "
+                             f"{nbytes(frame)} bytes may inflate to (3/2 of its size, plus "
+                             f"what is left of 512 KiB per message, within what the header "
+                             f"left of Limits.max_header_bytes={limits.max_header_bytes})")
+        elif left < limits.max_frame_bytes:
             out = decompress(name, frame, left, writeable,
                              f"the {left} bytes that earlier frames left of "
                              f"Limits.max_message_bytes={limits.max_message_bytes}")
@@ -94,12 +128,38 @@ class PayloadFrames:
         """A compressed payload's frames decompressed, and its header without
         "compression" (so the family sees what it wrote)."""
         compression = header.get(HEADER_COMPRESSION)
+        objects = header.get(HEADER_SERIALIZER) == OBJECT_FAMILY
         if compression is None:
+            if objects:
+                for frame in frames:
+                    self.charge_objects(nbytes(frame))
             return header, frames
         out: list[Frame] = []
         for name, frame in zip(compression_names(compression, len(frames)), frames):
-            out.append(frame if name is None else self.inflate(name, frame, True))
+            if name is None:
+                inflated = frame
+            elif objects:
+                fair = object_inflate_bound(nbytes(frame))
+                bound = min(fair + self.object_slack,
+                            self.limits.max_header_bytes - self.object_bytes)
+                inflated = self.inflate(name, frame, True, max(bound, 0))
+                self.object_slack -= max(nbytes(inflated) - fair, 0)
+            else:
+                inflated = self.inflate(name, frame, True)
+            if objects:
+                self.charge_objects(nbytes(inflated))
+            out.append(inflated)
         return {key: value for key, value in header.items() if key != HEADER_COMPRESSION}, out
+
+    def charge_objects(self, size: int) -> None:
+        """Count a msgpack-family frame's bytes against Limits.max_header_bytes, which
+        bounds all that msgpack turns into objects in one message."""
+        self.object_bytes += size
+        limit = self.limits.max_header_bytes
+        if self.object_bytes > limit:
+            raise DeserializationError(
+                f"the header and its msgpack payloads hold {self.object_bytes} bytes or more "
+                f"for msgpack to decode, exceeding Limits.max_header_bytes={limit}")
 
     def frame_at(self, ref: Any) -> Frame:
         """The payload frame a ref names: inline bytes, an index, or [start, count] pieces.

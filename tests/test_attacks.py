@@ -1,0 +1,223 @@
+"""What a hostile peer's bytes buy, each bound tested with the worst input known: memory in a
+subprocess (tracemalloc, as a multiple of the wire bytes), time as a ratio to a benign
+message of the same size and key types (never an absolute time)."""
+
+import functools
+import math
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any, Callable
+
+import msgpack
+import pytest
+
+import fastser
+from fastser import DeserializationError
+
+MERSENNE = (1 << 61) - 1  # CPython hashes ints and floats modulo this prime
+
+
+def colliding_floats(count: int) -> list[float]:
+    """`count` distinct floats, in groups of up to ~200 that share one hash: a float m*2**e
+    hashes to m*2**(e mod 61) mod 2**61-1, a rotation of m's bits, so an h whose set bits
+    stand 9 apart is hit by ~33 exponents for each of its set bits."""
+    out: list[float] = []
+    shift = 0
+    while len(out) < count:
+        h = sum(1 << ((bit + shift) % 61) for bit in (0, 9, 18, 27, 36, 45))
+        shift += 1
+        for b in range(61):
+            m0 = ((h >> b) | (h << (61 - b))) & MERSENNE
+            if not (m0 & 1 and m0 < 1 << 53):
+                continue
+            for e in range(-1074 + (b - -1074) % 61, 972, 61):
+                x = math.ldexp(m0, e)
+                if x and not math.isinf(x) and hash(x) == h:
+                    out.append(x)
+    return out[:count]
+
+
+def median_time(run: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        try:
+            run()
+        except DeserializationError:
+            pass
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+KEYS = 20_000
+
+
+@functools.lru_cache(maxsize=1)
+def hostile_and_benign() -> list[tuple[str, Any, Any, dict[str, Any]]]:
+    floats = colliding_floats(KEYS)
+    plain = [float(i) + 0.5 for i in range(KEYS)]
+    # Past 64 bits (ext 1), in groups of 40 of one hash: k * MERSENNE + group hashes to
+    # group (groups, not one: building one group of KEYS here would take seconds).
+    big = [k * MERSENNE + group for group in range(KEYS // 40) for k in range(9, 49)]
+    plain_big = [2**70 + k for k in range(len(big))]
+    return [
+        ("float keys", dict.fromkeys(floats), dict.fromkeys(plain), {}),
+        ("big int keys", dict.fromkeys(big), dict.fromkeys(plain_big), {}),
+        ("tuple keys", dict.fromkeys((x,) for x in floats),
+         dict.fromkeys((x,) for x in plain), {}),
+        ("frozenset keys", dict.fromkeys(frozenset((x,)) for x in big),
+         dict.fromkeys(frozenset((x,)) for x in plain_big), {}),
+        ("set items", set(big), set(plain_big), {}),
+        ("array keys under lists_as_tuples", dict.fromkeys((x,) for x in floats),
+         dict.fromkeys((x,) for x in plain), {"lists_as_tuples": True}),
+    ]
+
+
+def raw_header(msg: Any, lists: bool) -> list[Any]:
+    if not lists:
+        return fastser.dumps(msg)
+    # Keys as plain msgpack arrays (what distributed writes), read back as tuples.
+    return [b"\x01" + msgpack.packb(msg, use_bin_type=True)]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_keys_of_one_hash_are_refused_in_linear_time(case: int) -> None:
+    name, hostile, benign, options = hostile_and_benign()[case]
+    lists = bool(options)
+    decoder = fastser.Decoder(**options)
+    bad, good = raw_header(hostile, lists), raw_header(benign, lists)
+    assert 0.5 < len(bad[0]) / len(good[0]) < 2, name
+    assert decoder.loads(good) is not None
+    with pytest.raises(DeserializationError, match="distinct values of one hash"):
+        decoder.loads(bad)
+    ratio = median_time(lambda: decoder.loads(bad)) / median_time(lambda: decoder.loads(good))
+    assert ratio < 3, (name, ratio)
+
+
+def test_a_few_equal_hashes_and_many_equal_keys_still_load() -> None:
+    # Fewer than the bound, and any number of equal values (one key, as a dict sees it).
+    few = dict.fromkeys(k * MERSENNE for k in range(9, 15))
+    same = [(1.5, "x")] * 10_000 + [2**70] * 10_000
+    for msg in (few, same, {1: 1, 1.0: 2, True: 3}):
+        assert fastser.loads(fastser.dumps(msg)) == msg
+
+
+def peak_multiple(code: str) -> float:
+    """Run `code` (which sets `frames`) then loads them with a safe decoder in a fresh
+    interpreter; the decode's peak traced memory over the wire bytes."""
+    script = "import sys, tracemalloc, msgpack, fastser\n" + code + textwrap.dedent("""
+        wire = sum(len(f) for f in frames)
+        tracemalloc.start()
+        try:
+            decoder.loads(frames)
+        except fastser.DeserializationError as exc:
+            print("refused:", exc, file=sys.stderr)
+        print(tracemalloc.get_traced_memory()[1] / wire)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=True)
+    return float(done.stdout.split()[-1])
+
+
+SAFE = "decoder = fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)\n"
+N = 1 << 18
+
+
+@pytest.mark.parametrize("name, code", [
+    ("empty maps", SAFE + f"frames = [b'\\x01\\xdd' + ({N}).to_bytes(4, 'big') + b'\\x80' * {N}]"),
+    ("one-item arrays as tuples",
+     "decoder = fastser.Decoder(lists_as_tuples=True)\n"
+     f"frames = [b'\\x01\\xdd' + ({N // 2}).to_bytes(4, 'big') + b'\\x91\\xc0' * {N // 2}]"),
+    ("arrays nested 250 deep as tuples",
+     "decoder = fastser.Decoder(lists_as_tuples=True)\n"
+     f"frames = [b'\\x01\\xdd' + ({N // 251}).to_bytes(4, 'big') + "
+     f"(b'\\x91' * 250 + b'\\xc0') * {N // 251}]"),
+    ("one-byte pickles kept unopened",
+     SAFE + "one = msgpack.packb([msgpack.ExtType(13, b''), {'serializer': 'pickle'}, [b'N.']])\n"
+     f"frames = [b'\\x01\\xdd' + ({N} // len(one)).to_bytes(4, 'big') + one * ({N} // len(one))]"),
+])
+def test_a_header_buys_at_most_150_times_its_bytes(name: str, code: str) -> None:
+    assert peak_multiple(code) < 150, name
+
+
+COMPRESSED_MSGPACK = SAFE + """
+import zlib
+size = 2**25 - 5
+payload = b"\\xdd" + size.to_bytes(4, "big") + b"\\x80" * size  # 32 MiB of empty maps
+header = {{"serializer": "msgpack", "compression": ["{name}"]}}
+comp = {compress}
+frames = [b"\\x01" + msgpack.packb([msgpack.ExtType(12, b""), header, [comp]])]
+"""
+
+
+@pytest.mark.parametrize("name, compress", [
+    ("zlib", "zlib.compress(payload, 9)"),
+    ("zstd", "__import__('zstandard').ZstdCompressor(level=3).compress(payload)"),
+    ("lz4", "__import__('lz4.block').block.compress(payload, store_size=True)"),
+])
+def test_a_compressed_msgpack_payload_buys_no_more_than_header_bytes(name: str,
+                                                                     compress: str) -> None:
+    # Each inflated byte of a msgpack payload becomes up to ~82 bytes of objects: such a
+    # frame may inflate to 3/2 of its size, plus 512 KiB per message, so a few KB cannot
+    # buy gigabytes.
+    pytest.importorskip({"zlib": "zlib", "zstd": "zstandard", "lz4": "lz4"}[name])
+    code = COMPRESSED_MSGPACK.format(name=name, compress=compress)
+    multiple = peak_multiple(code)
+    assert multiple < 150 + (64 << 20) / 1000, multiple  # 150x the wire + 64 MiB
+
+
+def test_many_compressed_msgpack_frames_share_one_slack() -> None:
+    # Each frame inflates within 3/2 of its size plus what earlier frames left of 512 KiB:
+    # 100 frames of 100 KiB of empty maps each (a few hundred bytes compressed) pass only
+    # while the slack lasts.
+    import zlib
+    inner = b"\xdd" + (100 * 1024).to_bytes(4, "big") + b"\x80" * (100 * 1024)
+    comp = zlib.compress(inner, 9)
+    record = [msgpack.ExtType(12, b""), {"serializer": "msgpack", "compression": ["zlib"]},
+              [comp]]
+    for count, ok in ((4, True), (100, False)):
+        frames = [b"\x01" + msgpack.packb([record] * count)]
+        if ok:
+            assert len(fastser.loads(frames, deserializers=["msgpack"])) == count
+        else:
+            with pytest.raises(DeserializationError, match="may inflate to"):
+                fastser.loads(frames, deserializers=["msgpack"])
+
+
+def test_a_compressed_msgpack_payload_is_refused_and_what_fastser_writes_loads() -> None:
+    payload: list[dict[str, int]] = [{} for _ in range(2_000_000)]
+    frames = fastser.dumps(fastser.Serialize(payload), serializers=["msgpack"],
+                           compression="zlib")
+    # fastser left it uncompressed: compressed, it would inflate past what loads allows.
+    assert fastser.loads(frames, deserializers=["msgpack"]) == payload
+    header = {"serializer": "msgpack", "compression": ["zlib"]}
+    import zlib
+    record = [msgpack.ExtType(12, b""), header, [zlib.compress(msgpack.packb(payload))]]
+    with pytest.raises(DeserializationError, match="may inflate to"):
+        fastser.loads([b"\x01" + msgpack.packb(record)], deserializers=["msgpack"])
+
+
+def test_msgpack_payloads_share_the_header_budget() -> None:
+    payload = list(range(300_000))
+    frames = fastser.dumps(fastser.Serialize(payload), serializers=["msgpack"])
+    assert fastser.loads(frames, deserializers=["msgpack"]) == payload
+    with pytest.raises(DeserializationError, match="Limits.max_header_bytes=100000"):
+        fastser.loads(frames, deserializers=["msgpack"],
+                      limits=fastser.Limits(max_header_bytes=100_000))
+    kept = fastser.loads(frames, deserialize=False, limits=fastser.Limits(max_header_bytes=100_000))
+    assert isinstance(kept, fastser.Serialized)  # unopened: msgpack makes nothing of it
+
+
+def test_lists_as_tuples_keeps_a_payload_header_as_the_sender_wrote_it() -> None:
+    header = {"serializer": "dispatch", "type": "bytes", "empty": (), "none": [],
+              "nested": [(), [()], ([],)]}
+    kept = fastser.Serialized(header, [b"abc"])
+    for lists in (False, True):
+        out = fastser.Decoder(deserialize=False, lists_as_tuples=lists).loads(
+            fastser.dumps({"k": kept, "t": [(), []]}))
+        assert out["k"].header == header
+        assert repr(out["k"].header) == repr(header)  # tuples stay tuples, lists lists
+        assert out["t"] == (((), ()) if lists else [(), []])
