@@ -27,7 +27,7 @@ from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
                                 WIRE_VERSION)
-from fastser.errors import SerializationError, UnencodableError, chained
+from fastser.errors import SerializationError, UnencodableError, chained, shown
 from fastser.families.dispatch import memoryview_frame
 from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
                                         check_families, check_on_error, error_payload,
@@ -154,6 +154,7 @@ class Encoder:
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
         out: Optional[dict[Any, Any]] = None
+        opened_keys: Optional[set[object]] = None
         unchanged = 0
         for key, value in obj.items():
             new_key: object
@@ -163,6 +164,8 @@ class Encoder:
                 state.hashable += 1
                 new_key = self.encode(key, depth, state)
                 state.hashable -= 1
+                if new_key is not key:  # only a replaced key can hold a wrapper
+                    opened_keys = check_opened(key, obj, opened_keys)
             # The common scalars are checked here, saving a call of encode() for each.
             t = type(value)
             if t is str or t is float or t is bool or value is None or (
@@ -209,6 +212,7 @@ class Encoder:
         holding the encoded items (which are hashable where the originals were)."""
         t = type(obj)
         items: Optional[list[object]] = None
+        opened_items: Optional[set[object]] = None
         index = 0
         in_set = t is not tuple
         if in_set:
@@ -220,6 +224,8 @@ class Encoder:
                 new_item = item  # the common scalars (keys like ("x", 0)), without a call
             else:
                 new_item = self.encode(item, depth + 1, state)
+                if in_set and new_item is not item:
+                    opened_items = check_opened(item, obj, opened_items)
             if items is not None:
                 items.append(new_item)
             elif new_item is not item:
@@ -325,3 +331,41 @@ class Encoder:
         elif self.compression is not None and HEADER_COMPRESSION not in header:
             payload = compress_payload(header, payload, self.compression)
         return self.record(code, header, payload, state, obj)
+
+
+def opened(obj: object) -> object:
+    """What a dict key or set item reads back as: its Serialize and ToPickle wrappers
+    opened, through tuples and frozensets; obj itself when it holds none. (Serialized and
+    Pickled are not opened: what they stand for is known only by deserializing them.)"""
+    if isinstance(obj, (Serialize, ToPickle)):
+        return obj.data
+    t = type(obj)
+    if t is tuple or t is frozenset:
+        items = [opened(item) for item in cast(Iterable[Any], obj)]
+        if all(new is old for new, old in zip(items, cast(Iterable[Any], obj))):
+            return obj
+        return tuple(items) if t is tuple else frozenset(items)
+    return obj
+
+
+def check_opened(key: object, container: object, seen: Optional[set[object]]
+                 ) -> Optional[set[object]]:
+    """UnencodableError if `key`, a dict key or set item of `container` the walk replaced,
+    holds wrappers and, opened, equals another of its keys or one opened before (`seen`,
+    made at the first, returned): loads would merge them into one, losing a value.
+    Called only for replaced keys, so plain dicts and sets pay nothing."""
+    value = opened(key)
+    if value is key:
+        return seen
+    try:
+        merges = value in cast(Any, container) or (seen is not None and value in seen)
+    except TypeError as exc:  # a wrapper subclass hashable where its data is not
+        raise chained(UnencodableError(key, f"a dict key or set item opens to an unhashable "
+                                            f"{type(value).__qualname__}"), exc)
+    if merges:
+        raise UnencodableError(key, f"a dict key or set item opens to {shown(value)}, equal to "
+                                    f"another beside it: loads would merge the two")
+    if seen is None:
+        seen = set()
+    seen.add(value)
+    return seen
