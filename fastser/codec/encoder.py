@@ -44,6 +44,11 @@ MAX_UINT64: Final = 2**64 - 1
 MIN_SHORT_INT: Final = -4611686018427387904
 MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
+# fastser's readers refuse a message whose frames, with their 8-byte prelude lengths, average
+# under 64 bytes (frames.stream.check_views: BYTES_PER_FRAME). Pieces are cut to multiples of
+# 16 bytes, so a split size of 56 to 63 still cuts 48-byte pieces; 64 is the least whose
+# pieces (64 + 8 bytes) pass however many there are.
+MIN_SPLIT_SIZE: Final = 64
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 
@@ -70,8 +75,9 @@ class Encoder:
                  default: Optional[Callable[[Any], Any]] = None) -> None:
         check_on_error(on_error)
         check_int(frame_split_size, "frame_split_size")
-        if frame_split_size < 1:
-            raise ValueError(f"frame_split_size must be a positive int, got {frame_split_size!r}")
+        if frame_split_size < MIN_SPLIT_SIZE:
+            raise ValueError(f"frame_split_size must be at least {MIN_SPLIT_SIZE} bytes (smaller "
+                             f"pieces make messages that readers refuse), got {frame_split_size!r}")
         names = DEFAULT_SERIALIZERS if serializers is None else serializers
         self.serializers: tuple[str, ...] = check_families(names, "serializers")
         self.on_error: str = on_error
