@@ -3,7 +3,9 @@ MANIFEST.in and, where cibuildwheel is installed, the exact build identifiers.
 scripts/release.sh does the building (docs/release.md)."""
 
 import importlib.util
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -78,3 +80,47 @@ def test_cibuildwheel_selects_exactly_the_listed_identifiers() -> None:
         [sys.executable, str(ROOT / "scripts" / "release_checks.py"), "identifiers",
          sys.executable], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+def pure_install(source: Path, root: Path) -> "subprocess.Popen[str]":
+    # setup.py's own build and install commands, on a copy without pyproject.toml (which
+    # only a recent setuptools reads; the build directory logic is setup.py's either way).
+    return subprocess.Popen(
+        [sys.executable, "setup.py", "-q", "install", "--root", str(root),
+         "--single-version-externally-managed", "--record", str(root) + ".record"],
+        cwd=source, env={**os.environ, "FASTSER_PURE": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+
+
+def test_builds_from_one_source_folder_at_once_each_ship_the_whole_package(
+        tmp_path: Path) -> None:
+    pytest.importorskip("setuptools")
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "fastser", source / "fastser",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    shutil.copy(ROOT / "setup.py", source)
+    (source / "setup.cfg").write_text("[metadata]\nname = fastser\n"
+                                      "[options]\npackages = find:\n")
+    # Left by an older build: an extension of a module since made interpreted (it would
+    # shadow the .py if shipped), and what may be another build's files at this moment.
+    old = source / "build" / "lib" / "fastser"
+    old.mkdir(parents=True)
+    (old / "sock.cpython-311-x86_64-linux-gnu.so").write_bytes(b"stale")
+    (old / "__init__.py").write_text("")
+    runs = [pure_install(source, tmp_path / f"root{n}") for n in range(2)]
+    for run in runs:
+        out, _ = run.communicate(timeout=120)
+        assert run.returncode == 0, out
+    expected = sorted(path.relative_to(ROOT).as_posix()
+                      for path in (ROOT / "fastser").rglob("*.py"))
+    for n in range(2):
+        installed = [path for path in (tmp_path / f"root{n}").rglob("fastser/**/*")
+                     if path.is_file() and "__pycache__" not in path.parts]
+        names = sorted(path.as_posix()[path.as_posix().rindex("/fastser/") + 1:]
+                       for path in installed if path.suffix != ".pyc")
+        assert names == expected
+    # Each run built in a directory of its own, removed when it ended; the older build's
+    # files were left alone and never shipped.
+    assert sorted(path.name for path in (source / "build").iterdir()) == ["lib"]
+    assert sorted(path.name for path in old.iterdir()) == [
+        "__init__.py", "sock.cpython-311-x86_64-linux-gnu.so"]
