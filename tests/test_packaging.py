@@ -4,6 +4,7 @@ scripts/release.sh does the building (docs/release.md)."""
 
 import importlib.util
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -15,8 +16,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CIBUILDWHEEL: dict[str, Any] = tomllib.loads(
-    (ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+CIBUILDWHEEL: dict[str, Any] = PYPROJECT["tool"]["cibuildwheel"]
 
 
 def test_wheels_are_cpython_311_to_314_on_64_bit_only() -> None:
@@ -124,3 +125,24 @@ def test_builds_from_one_source_folder_at_once_each_ship_the_whole_package(
     assert sorted(path.name for path in (source / "build").iterdir()) == ["lib"]
     assert sorted(path.name for path in old.iterdir()) == [
         "__init__.py", "sock.cpython-311-x86_64-linux-gnu.so"]
+
+
+def floor_of(name: str, requirements: list[str]) -> tuple[int, ...]:
+    matching = [req for req in requirements if re.match(rf"{name}(\[|[<>=!~ ]|$)", req)]
+    assert len(matching) == 1, (name, requirements)
+    floor = re.fullmatch(rf"{name}(\[[a-z,]+\])?>=([0-9.]+)", matching[0])
+    assert floor is not None, f"{matching[0]!r} has no floor"
+    return tuple(int(part) for part in floor.group(2).split("."))
+
+
+def test_dask_extras_have_a_floor_that_the_tested_distributed_meets() -> None:
+    # Unbounded, pip paired the newest dask with distributed 2021.4.1 (the newest that pins
+    # no dask) whenever a dask came out before its distributed.
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    peer = (ROOT / "scripts" / "distributed_peer" / "requirements.txt").read_text()
+    pinned = re.search(r"^distributed==([0-9.]+)$", peer, re.MULTILINE)
+    assert pinned is not None
+    tested = tuple(int(part) for part in pinned.group(1).split("."))
+    assert floor_of("distributed", extras["dask"]) <= tested
+    assert floor_of("distributed", extras["bench"]) <= tested
+    assert floor_of("dask", extras["bench"]) == floor_of("distributed", extras["bench"])
