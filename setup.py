@@ -15,20 +15,25 @@ every module with hot code. Left interpreted, each for a reason:
                distributed's interpreted classes, and distributed is not a build dependency
 """
 
-import glob
+import atexit
 import os
 import shutil
 import sys
+import tempfile
 
 from setuptools import setup
 
 # A wheel packs whatever the build directory holds: the stale extension of a module that is
 # no longer compiled would ship beside its .py and shadow it (seen when sock and aio became
-# interpreted facades). Start every build from an empty build/lib*; the compiled objects in
-# build/temp* are kept, so nothing is recompiled for this.
-for stale in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "build", "lib*")):
-    shutil.rmtree(stale, ignore_errors=True)
+# interpreted facades). So every run of this script builds in a new, empty directory of its
+# own under build/ (its lib*, temp*, bdist.* and mypyc's C files), removed when it ends:
+# nothing stale can be packed, and two installs from one source folder at once never share
+# (or empty) each other's files. Nothing is lost: setuptools recompiles every C file of an
+# extension it builds anyway. A --build-base on the command line still wins.
+BUILD_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build")
+os.makedirs(BUILD_ROOT, exist_ok=True)
+BUILD_BASE = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=BUILD_ROOT)
+atexit.register(shutil.rmtree, BUILD_BASE, ignore_errors=True)
 
 COMPILED_MODULES = [
     # the vocabulary
@@ -85,7 +90,8 @@ def extensions() -> list:
 
     opt_level = os.environ.get("MYPYC_OPT_LEVEL", "3")
     return mypycify(["--config-file", "mypy.ini", *COMPILED_MODULES],
-                    opt_level=opt_level, group_name="fastser._native")
+                    opt_level=opt_level, group_name="fastser._native",
+                    target_dir=os.path.join(BUILD_BASE, "mypyc"))
 
 
-setup(ext_modules=extensions())
+setup(ext_modules=extensions(), options={"build": {"build_base": BUILD_BASE}})

@@ -69,7 +69,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
     context: passed to every family's dumps as it is.
     frame_split_size: payload frames larger than this are split into views (no copy), each
         a multiple of 16 bytes but the last (fastser's readers then keep them adjacent);
-        loads joins them, without a copy when they arrive adjacent in one buffer.
+        loads joins them, without a copy when they arrive adjacent in one buffer. At least
+        64: smaller pieces make messages that fastser's readers refuse.
     compression: None (default), "auto" (lz4, else zstd, else none), "lz4", "zstd" or
         "zlib". Payload frames (of Serialize/ToPickle payloads and of bytes-likes of
         64 KiB or more) under 10,000 bytes, or whose sample does not shrink by 30 %, are
@@ -84,9 +85,11 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
     Raises
     ------
     SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2],
-    and for a message nested deeper than Limits().max_depth (256).
+    for a message nested deeper than Limits().max_depth (256), and for a dict key or set
+    item holding a Serialize or ToPickle that opens to a value equal to another beside it
+    (loads would merge the two).
     ValueError for an unknown serializer family, on_error value or compression, a
-    compression whose package is not installed, or a frame_split_size under 1;
+    compression whose package is not installed, or a frame_split_size under 64;
     TypeError for serializers given as one str, and for an argument of the wrong type.
     """
     return _codec.dumps(msg, serializers=serializers, on_error=on_error, context=context,

@@ -61,6 +61,7 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
 
 WRONG_VALUES: dict[str, Callable[[], object]] = {
     "dumps frame_split_size 0": lambda: fastser.dumps(1, frame_split_size=0),
+    "dumps frame_split_size 63": lambda: fastser.dumps(1, frame_split_size=63),
     "dumps on_error": lambda: fastser.dumps(1, on_error=wrong("ignore")),
     "dumps compression": lambda: fastser.dumps(1, compression="snappy"),
     "Limits max_frames 0": lambda: fastser.Limits(max_frames=0),

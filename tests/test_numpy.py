@@ -1,5 +1,6 @@
 """numpy arrays through the dispatch family: layouts, dtypes, zero copy, writeable flag."""
 
+import warnings
 from typing import Any
 
 import pytest
@@ -112,3 +113,29 @@ def test_hostile_dtype_strings_are_refused_before_numpy_parses_them() -> None:
     header, frames = fastser.serialize(np.arange(4))
     with pytest.raises(fastser.DeserializationError, match="bad numpy dtype descriptor"):
         fastser.deserialize({**header, "dtype": "?," * 1_000_000}, frames)
+
+
+def metadata_arrays() -> list[Any]:
+    plain = np.arange(6, dtype=np.dtype("f8", metadata={"unit": "m"})).reshape(2, 3)
+    field = np.dtype("i4", metadata={"enum": {"A": 0}})
+    structured = np.zeros(3, dtype=np.dtype([("a", field), ("b", "f8")], metadata={"s": 1}))
+    structured["a"] = [0, 1, 0]
+    big = np.ones(100_000, dtype=np.dtype("<i8", metadata={"big": True}))  # out of band
+    return [plain, structured, big]
+
+
+@pytest.mark.parametrize("x", metadata_arrays(), ids=lambda x: f"{x.dtype}-{x.shape}")
+def test_dtype_metadata_is_dropped_and_the_rest_survives(x: Any) -> None:
+    # The .npy descriptor cannot carry a metadata dict (docs/api.md, the numpy section);
+    # numpy 2 warns so, on the dtypes whose descriptor it makes.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = fastser.loads(fastser.dumps({"x": Serialize(x)}))["x"]
+    assert out.dtype == x.dtype and out.dtype.names == x.dtype.names
+    assert out.shape == x.shape and out.strides == x.strides
+    assert (out == x).all()
+    assert out.dtype.metadata is None
+    if out.dtype.names:
+        assert all(out.dtype[name].metadata is None for name in out.dtype.names)
+    pickled = fastser.loads(fastser.dumps({"x": fastser.ToPickle(x)}))["x"]
+    assert pickled.dtype.metadata == x.dtype.metadata and (pickled == x).all()

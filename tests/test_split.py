@@ -4,9 +4,11 @@ adjacent in one buffer."""
 from typing import Any
 
 import numpy as np
+import pytest
 
 import fastser
 from fastser.buffers import Frame
+from fastser.codec.encoder import MIN_SPLIT_SIZE
 from fastser.frames.split import address_of, join_adjacent, merge_frames, split_frames
 
 
@@ -119,3 +121,36 @@ def test_joining_read_only_pieces_gives_no_write_access() -> None:
     mixed[1] = memoryview(mixed[1]).toreadonly()
     assert memoryview(merge_frames(mixed)).readonly
     assert not memoryview(merge_frames(pieces_of(buffer, [30, 70]))).readonly
+
+
+# A message of many small pieces: enough that the readers' view bound (one frame per 64
+# bytes, beyond the first 1024 frames) binds, rather than its allowance of free frames.
+MANY_PIECES_BYTES = 4 * 2**20
+
+
+def test_split_size_at_the_floor_makes_messages_fastsers_readers_accept() -> None:
+    msg = {"b": b"q" * MANY_PIECES_BYTES}
+    frames = fastser.dumps(msg, frame_split_size=MIN_SPLIT_SIZE)
+    assert len(frames) > MANY_PIECES_BYTES // 64  # every piece of the floor's size
+    stream = fastser.pack_frames(frames)
+    assert fastser.loads(fastser.unpack_frames(stream)) == msg
+    reader = fastser.FrameReader()
+    received = reader.feed(stream)
+    assert len(received) == 1 and fastser.loads(received[0]) == msg
+
+
+def test_split_size_one_below_the_floor_is_refused() -> None:
+    for make in (lambda size: fastser.dumps(1, frame_split_size=size),
+                 lambda size: fastser.Encoder(frame_split_size=size)):
+        make(MIN_SPLIT_SIZE)
+        with pytest.raises(ValueError, match=f"at least {MIN_SPLIT_SIZE} bytes"):
+            make(MIN_SPLIT_SIZE - 1)
+    # Why: the pieces that size would cut (48 bytes, a multiple of 16) make a stream that
+    # the readers refuse.
+    pieces = split_frames(b"q" * MANY_PIECES_BYTES, MIN_SPLIT_SIZE - 1)
+    assert len(pieces[0]) == 48
+    stream = fastser.pack_frames([b"header", *pieces])
+    with pytest.raises(fastser.FrameError, match="more than the"):
+        fastser.unpack_frames(stream)
+    with pytest.raises(fastser.FrameError, match="more than the"):
+        fastser.FrameReader().feed(stream)

@@ -3,6 +3,7 @@ import pickle
 
 import pytest
 
+import fastser
 from fastser import Pickled, Serialize, Serialized, ToPickle
 
 
@@ -46,3 +47,26 @@ def test_subclass_pickles_as_itself() -> None:
 
 class MyToPickle(ToPickle):
     pass
+
+
+# A wrapper in a dict key or set item travels as a record and is opened on receipt: beside a
+# key equal to what it opens to, loads would merge the two. dumps refuses that, naming where.
+@pytest.mark.parametrize("msg, where", [
+    ({Serialize(1): "a", 1: "b"}, "msg (the key Serialize(1))"),
+    ({1: "b", Serialize(1): "a"}, "msg (the key Serialize(1))"),
+    ({"x": {Serialize(1): "a", ToPickle(1): "b"}}, "msg['x'] (the key ToPickle(1))"),
+    ({(Serialize(1), 2): "a", (1, 2): "b"}, "msg (the key (Serialize(1), 2))"),
+    ({"s": {ToPickle("k"), "k"}}, "msg['s'] (a member ToPickle('k'))"),
+    ([frozenset({frozenset({Serialize(3)}), frozenset({3})})], "msg[0] (a member frozenset("),
+])
+def test_wrapper_key_that_opens_to_a_key_beside_it_is_refused(msg: object, where: str) -> None:
+    with pytest.raises(fastser.SerializationError, match="loads would merge the two") as info:
+        fastser.dumps(msg)
+    assert f" at {where}" in str(info.value)
+
+
+def test_wrapper_keys_that_open_to_distinct_keys_round_trip() -> None:
+    msg = {Serialize(1): "a", 2: "b", (ToPickle(3), 4): "c", (3, 5): "d", 2**70: "e",
+           "s": {Serialize("k"), "j", frozenset({ToPickle(1)})}}
+    assert fastser.loads(fastser.dumps(msg)) == {
+        1: "a", 2: "b", (3, 4): "c", (3, 5): "d", 2**70: "e", "s": {"k", "j", frozenset({1})}}

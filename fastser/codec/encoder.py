@@ -27,7 +27,7 @@ from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
                                 WIRE_VERSION)
-from fastser.errors import SerializationError, UnencodableError, chained
+from fastser.errors import SerializationError, UnencodableError, chained, shown
 from fastser.families.dispatch import memoryview_frame
 from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
                                         check_families, check_on_error, error_payload,
@@ -44,6 +44,11 @@ MAX_UINT64: Final = 2**64 - 1
 MIN_SHORT_INT: Final = -4611686018427387904
 MAX_SHORT_INT: Final = 4611686018427387903
 DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
+# fastser's readers refuse a message whose frames, with their 8-byte prelude lengths, average
+# under 64 bytes (frames.stream.check_views: BYTES_PER_FRAME). Pieces are cut to multiples of
+# 16 bytes, so a split size of 56 to 63 still cuts 48-byte pieces; 64 is the least whose
+# pieces (64 + 8 bytes) pass however many there are.
+MIN_SPLIT_SIZE: Final = 64
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
 
@@ -70,8 +75,9 @@ class Encoder:
                  default: Optional[Callable[[Any], Any]] = None) -> None:
         check_on_error(on_error)
         check_int(frame_split_size, "frame_split_size")
-        if frame_split_size < 1:
-            raise ValueError(f"frame_split_size must be a positive int, got {frame_split_size!r}")
+        if frame_split_size < MIN_SPLIT_SIZE:
+            raise ValueError(f"frame_split_size must be at least {MIN_SPLIT_SIZE} bytes (smaller "
+                             f"pieces make messages that readers refuse), got {frame_split_size!r}")
         names = DEFAULT_SERIALIZERS if serializers is None else serializers
         self.serializers: tuple[str, ...] = check_families(names, "serializers")
         self.on_error: str = on_error
@@ -154,6 +160,7 @@ class Encoder:
 
     def encode_dict(self, obj: dict[Any, Any], depth: int, state: EncodeState) -> object:
         out: Optional[dict[Any, Any]] = None
+        opened_keys: Optional[set[object]] = None
         unchanged = 0
         for key, value in obj.items():
             new_key: object
@@ -163,6 +170,8 @@ class Encoder:
                 state.hashable += 1
                 new_key = self.encode(key, depth, state)
                 state.hashable -= 1
+                if new_key is not key:  # only a replaced key can hold a wrapper
+                    opened_keys = check_opened(key, obj, opened_keys)
             # The common scalars are checked here, saving a call of encode() for each.
             t = type(value)
             if t is str or t is float or t is bool or value is None or (
@@ -209,6 +218,7 @@ class Encoder:
         holding the encoded items (which are hashable where the originals were)."""
         t = type(obj)
         items: Optional[list[object]] = None
+        opened_items: Optional[set[object]] = None
         index = 0
         in_set = t is not tuple
         if in_set:
@@ -220,6 +230,8 @@ class Encoder:
                 new_item = item  # the common scalars (keys like ("x", 0)), without a call
             else:
                 new_item = self.encode(item, depth + 1, state)
+                if in_set and new_item is not item:
+                    opened_items = check_opened(item, obj, opened_items)
             if items is not None:
                 items.append(new_item)
             elif new_item is not item:
@@ -328,3 +340,41 @@ class Encoder:
             else:
                 payload = compress_payload(header, payload, self.compression)
         return self.record(code, header, payload, state, obj)
+
+
+def opened(obj: object) -> object:
+    """What a dict key or set item reads back as: its Serialize and ToPickle wrappers
+    opened, through tuples and frozensets; obj itself when it holds none. (Serialized and
+    Pickled are not opened: what they stand for is known only by deserializing them.)"""
+    if isinstance(obj, (Serialize, ToPickle)):
+        return obj.data
+    t = type(obj)
+    if t is tuple or t is frozenset:
+        items = [opened(item) for item in cast(Iterable[Any], obj)]
+        if all(new is old for new, old in zip(items, cast(Iterable[Any], obj))):
+            return obj
+        return tuple(items) if t is tuple else frozenset(items)
+    return obj
+
+
+def check_opened(key: object, container: object, seen: Optional[set[object]]
+                 ) -> Optional[set[object]]:
+    """UnencodableError if `key`, a dict key or set item of `container` the walk replaced,
+    holds wrappers and, opened, equals another of its keys or one opened before (`seen`,
+    made at the first, returned): loads would merge them into one, losing a value.
+    Called only for replaced keys, so plain dicts and sets pay nothing."""
+    value = opened(key)
+    if value is key:
+        return seen
+    try:
+        merges = value in cast(Any, container) or (seen is not None and value in seen)
+    except TypeError as exc:  # a wrapper subclass hashable where its data is not
+        raise chained(UnencodableError(key, f"a dict key or set item opens to an unhashable "
+                                            f"{type(value).__qualname__}"), exc)
+    if merges:
+        raise UnencodableError(key, f"a dict key or set item opens to {shown(value)}, equal to "
+                                    f"another beside it: loads would merge the two")
+    if seen is None:
+        seen = set()
+    seen.add(value)
+    return seen
