@@ -234,11 +234,12 @@ def test_inspect_ends_in_one_line_even_on_its_own_bug(monkeypatch: pytest.Monkey
     import fastser.cli.inspect
 
     def broken(value: object, text: object, depth: int) -> None:
-        raise RuntimeError("a bug")
+        raise RuntimeError("a bug\nwith a long text " + "x" * 5000)
 
     monkeypatch.setattr(fastser.cli.inspect, "write_value", broken)
     status, _, stderr = inspect_in_process(GOOD)
-    assert_refused(status, stderr, "cannot describe message 0: RuntimeError: a bug")
+    assert_refused(status, stderr, "cannot describe message 0: RuntimeError: a bug with a long")
+    assert len(stderr) < 1100 and stderr.endswith("xxx ...\n")
 
 
 def test_inspect_escapes_what_the_terminal_cannot_show(tmp_path: pathlib.Path) -> None:
@@ -374,3 +375,35 @@ def test_a_file_may_be_named_like_an_option(tmp_path: pathlib.Path,
     (tmp_path / "--help").write_bytes(stream_of({"a": 1}))
     status, out, _ = main_in_process("inspect", "--", "--help")
     assert status == 0 and "{'a': 1}" in out
+
+
+class Trickle(io.RawIOBase):
+    """A pipe that hands over at most `size` bytes per read."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size, self.pos = data, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: "memoryview | bytearray") -> int:  # type: ignore[override]
+        # RawIOBase types its buffer as the wider WriteableBuffer; a memoryview is what read() gives.
+        piece = self.data[self.pos:self.pos + min(self.size, len(buffer))]
+        buffer[:len(piece)] = piece
+        self.pos += len(piece)
+        return len(piece)
+
+
+def test_inspect_says_the_same_however_the_bytes_arrive() -> None:
+    from fastser.cli.inspect import inspect_stream
+    data = SAMPLES[0] + SAMPLES[1] + b"garbage!"
+    said = []
+    for size in (len(data), 1, 3, 8, 13):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = inspect_stream(Trickle(data, size), out)  # type: ignore[arg-type]
+        said.append((status, out.getvalue(), err.getvalue()))
+    assert said[0][0] == 2 and "message 3: " in said[0][1]
+    assert "memoryview(b'zz')" in said[0][1]  # not its address, which differs run to run
+    assert "error: message 4 is not a valid fastser message" in said[0][2]
+    assert all(other == said[0] for other in said[1:])

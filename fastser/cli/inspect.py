@@ -25,7 +25,7 @@ from fastser.wrappers import Pickled, Serialized
 CHUNK: Final = 1 << 20
 SHOWN_BYTES: Final = 32  # bytes values longer than this are shown by size only
 # Containers nested deeper are shown by type and size: the description recurses once per
-# level, and a kept payload's header can nest as deep as its bytes allow.
+# level, and hostile input may nest deeper than the recursion limit (a kept payload's header).
 SHOWN_DEPTH: Final = 100
 # Larger ints are shown by size: Python refuses to print an int of more than 4,300 digits
 # (sys.get_int_max_str_digits), and where that is lifted, printing one takes quadratic time.
@@ -146,6 +146,8 @@ def write_value(value: Any, text: Text, depth: int) -> None:
             text.add(f"{kind.__name__}({{{inner}}})")
     elif kind in (bytes, bytearray, memoryview) and memoryview(value).nbytes > SHOWN_BYTES:
         text.add(f"<{kind.__name__} {memoryview(value).nbytes} B>")
+    elif kind is memoryview:  # its repr is its address, which says nothing
+        text.add(f"memoryview({value.tobytes()!r})")
     elif kind is int and value.bit_length() > SHOWN_INT_BITS:
         text.add(f"<int of {value.bit_length():,} bits>")
     else:
