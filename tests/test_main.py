@@ -10,7 +10,7 @@ import re
 import struct
 import subprocess
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -386,8 +386,7 @@ class Trickle(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: "memoryview | bytearray") -> int:  # type: ignore[override]
-        # RawIOBase types its buffer as the wider WriteableBuffer; a memoryview is what read() gives.
+    def readinto(self, buffer: Any) -> int:
         piece = self.data[self.pos:self.pos + min(self.size, len(buffer))]
         buffer[:len(piece)] = piece
         self.pos += len(piece)
@@ -401,6 +400,7 @@ def test_inspect_says_the_same_however_the_bytes_arrive() -> None:
     for size in (len(data), 1, 3, 8, 13):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stderr(err):
+            # A raw stream is not a typing.BinaryIO, though it has all that inspect uses.
             status = inspect_stream(Trickle(data, size), out)  # type: ignore[arg-type]
         said.append((status, out.getvalue(), err.getvalue()))
     assert said[0][0] == 2 and "message 3: " in said[0][1]
