@@ -15,10 +15,14 @@ The mapping, and the two bridge families that let a payload cross between fastse
 tcp:// with its frames, are in dask.bridge; importing this module registers them.
 """
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Optional, cast
+from contextvars import ContextVar
+from typing import Any, Final, Optional, Union, cast
 
+import dask.config
+from dask.utils import parse_timedelta
 from distributed.comm.addressing import get_address_host
 from distributed.comm.core import CommClosedError
 import distributed.comm.utils as comm_utils
@@ -327,12 +331,95 @@ def scheduler_route(comm_handler: Callable[..., Any]) -> Optional[str]:
     return host
 
 
-class FastserListener(WorkerHost, TCPListener):
+# When the connection being handled must have completed its handshake (the event loop's
+# clock): set as each accepted connection's task starts, so TLS's handshake and fastser's
+# share one deadline.
+HANDSHAKE_DEADLINE: ContextVar[Optional[float]] = ContextVar("HANDSHAKE_DEADLINE", default=None)
+
+
+class HandshakeFailed(Exception):
+    """A connection closed by the listener before its handshake completed (the reason)."""
+
+
+def handshake_seconds_left() -> float:
+    """What is left of distributed.comm.timeouts.connect for the connection being handled."""
+    loop = asyncio.get_running_loop()
+    deadline = HANDSHAKE_DEADLINE.get()
+    if deadline is None:
+        deadline = loop.time() + parse_timedelta(
+            dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+        HANDSHAKE_DEADLINE.set(deadline)
+    return max(0.0, deadline - loop.time())
+
+
+def drop_tracebacks(exc: BaseException) -> None:
+    """Clear the tracebacks of `exc` and of the exceptions it was raised from or during."""
+    seen: set[int] = set()
+    stack: list[Optional[BaseException]] = [exc]
+    while stack:
+        error = stack.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        stack.extend((error.__cause__, error.__context__))
+
+
+class HandshakeDeadline:
+    """A connection that has not completed its greeting and handshake (and TLS's, on
+    fastser-tls://) within distributed.comm.timeouts.connect of its acceptance is closed,
+    and so is one whose handshake fails: whatever a peer sends before then, the listener
+    logs one line and holds nothing for it. distributed's listener waits without a bound
+    and lets a failed handshake escape as a traceback, with the connection left open."""
+
+    async def _handle_stream(self, stream: IOStream, address: Any) -> None:
+        HANDSHAKE_DEADLINE.set(None)
+        handshake_seconds_left()  # the clock starts at acceptance
+        try:
+            await super()._handle_stream(stream, address)  # type: ignore[misc]  # TCPListener's
+        except HandshakeFailed as exc:
+            logger.warning("%s", exc)
+
+    async def _prepare_stream(self, stream: IOStream, address: str) -> Optional[IOStream]:
+        prepare = super()._prepare_stream(stream, address)  # type: ignore[misc]  # TCPListener's
+        try:
+            prepared: Optional[IOStream] = await asyncio.wait_for(prepare,
+                                                                  handshake_seconds_left())
+        except asyncio.TimeoutError:
+            stream.close()
+            raise HandshakeFailed(f"closed {address}: no TLS handshake within "
+                                  "distributed.comm.timeouts.connect") from None
+        return prepared
+
+    async def on_connection(self, comm: Any,
+                            handshake_overrides: Optional[dict[str, Any]] = None) -> None:
+        handshake = super().on_connection(comm, handshake_overrides)  # type: ignore[misc]  # Listener's
+        try:
+            await asyncio.wait_for(handshake, handshake_seconds_left())
+        except CommClosedError:
+            raise  # the peer closed, or sent what is not fastser: distributed logs it
+        except asyncio.TimeoutError:
+            comm.abort()
+            reason = ("no handshake within distributed.comm.timeouts.connect="
+                      f"{dask.config.get('distributed.comm.timeouts.connect')}")
+        except Exception as exc:
+            comm.abort()
+            reason = f"its handshake failed: {type(exc).__name__}: {exc}"
+            # The error's traceback holds the frames the message was read into, in a cycle
+            # through wait_for's task: cut, the buffer goes with the connection, not with
+            # the next cyclic collection.
+            drop_tracebacks(exc)
+        else:
+            return
+        raise HandshakeFailed(f"closed {comm.peer_address}: {reason}") from None
+
+
+class FastserListener(HandshakeDeadline, WorkerHost, TCPListener):
     prefix = "fastser://"
     comm_class = FastserTCP
 
 
-class FastserTLSListener(WorkerHost, TLSListener):
+class FastserTLSListener(HandshakeDeadline, WorkerHost, TLSListener):
     prefix = "fastser-tls://"
     comm_class = FastserTLS
 
