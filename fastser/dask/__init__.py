@@ -34,13 +34,18 @@ from distributed.system import MEMORY_LIMIT
 from distributed.utils import get_ip, offload
 from tornado.iostream import IOStream, StreamClosedError
 
-from fastser.buffers import Frame
+from fastser.buffers import Frame, Header
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
+from fastser.codec.payload_frames import PayloadFrames
 from fastser.codec.wire import WIRE_VERSION
-from fastser.dask.bridge import distributed_to_fastser, families, fastser_to_distributed
-from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.dask.bridge import (DISTRIBUTED_FAMILY, distributed_to_fastser, families,
+                                 fastser_to_distributed, open_distributed)
+from fastser.errors import (DeserializationError, FastserError, FrameError, RefusedFamilyError,
+                            SenderError)
+from fastser.families.serialize import deserialize_within
 from fastser.frames.compression import available_compressions
+from fastser.headers import HEADER_SERIALIZER
 from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_layout,
                                    frame_start, pack_frames_prelude, prelude_lengths,
                                    slice_frames)
@@ -144,7 +149,7 @@ class FastserComm:
         self.greeting_seen = False  # MAGIC read
         self.encoders: dict[tuple[Any, ...], Encoder] = {}
         self.encoders_options: Optional[dict[str, Any]] = None  # the options they were made for
-        self.decoders: dict[Optional[tuple[str, ...]], Decoder] = {}
+        self.decoders: dict[Optional[tuple[str, ...]], MessageDecoder] = {}
 
     def encoder(self, serializers: Optional[Sequence[str]], on_error: str) -> Encoder:
         options = self.handshake_options
@@ -159,15 +164,12 @@ class FastserComm:
                                                         self.max_shard_size)
         return encoder
 
-    def decoder(self, deserializers: Optional[Sequence[str]]) -> Decoder:
-        names = families(deserializers)
-        if names is not None and "pickle" not in names:
-            # distributed opens ToPickle whatever the deserializers; fastser opens it only
-            # with "pickle" allowed.
-            names = (*names, "pickle")
-        decoder = self.decoders.get(names)
+    def decoder(self, deserializers: Optional[Sequence[str]]) -> "MessageDecoder":
+        # A reader that opens no payloads (the scheduler) reads alike whatever it is told.
+        key = None if deserializers is None or not self.deserialize else tuple(deserializers)
+        decoder = self.decoders.get(key)
         if decoder is None:
-            decoder = self.decoders[names] = make_decoder(self.deserialize, names)
+            decoder = self.decoders[key] = make_decoder(self.deserialize, key)
         return decoder
 
     async def read(self, deserializers: Optional[Sequence[str]] = None) -> Any:
@@ -274,16 +276,63 @@ def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
                    compression=compression)
 
 
-def make_decoder(deserialize: bool, deserializers: Optional[tuple[str, ...]]) -> Decoder:
-    """The Decoder for Comm.read() (fastser's family names): workers and clients open
-    payloads; the scheduler (deserialize=False) keeps data payloads as distributed's
-    Serialized and opens ToPickle. Lists come back as tuples, as tcp:// delivers them:
+class PayloadOpener:
+    """Decoder(serialized_factory=) for one message read with distributed's `deserializers`:
+    a data payload opened as distributed's deserialize() would, by a family those names
+    allow (a payload bridged from tcp:// by distributed's own check, on its own header),
+    each compressed frame within what the message's earlier ones left of DASK_LIMITS."""
+
+    def __init__(self, deserializers: tuple[str, ...]) -> None:
+        self.deserializers = deserializers
+        self.names = families(deserializers)
+        self.budget = PayloadFrames([], DASK_LIMITS)
+
+    def __call__(self, header: Header, frames: list[Frame]) -> Any:
+        header, frames = self.budget.inflate_payload(header, frames)
+        if header.get(HEADER_SERIALIZER) == DISTRIBUTED_FAMILY:
+            try:
+                return open_distributed(header, frames, self.deserializers)
+            except FastserError:
+                raise
+            except Exception as exc:
+                raise DeserializationError(
+                    f"the {DISTRIBUTED_FAMILY!r} family failed to deserialize a payload: "
+                    f"{type(exc).__name__}: {exc}") from exc
+        return deserialize_within(header, frames, self.names, DASK_LIMITS.max_frame_bytes)
+
+
+class RestrictedDecoder:
+    """Comm.read(deserializers=[...]) on a worker or client, read as tcp:// reads it:
+    ToPickle parts (distributed's "__Pickled__") are always opened, and a data payload only
+    by a family the list names, pickle's included. fastser's Decoder has one list for both,
+    so payloads are left to PayloadOpener, as the scheduler's are to its factory."""
+
+    def __init__(self, deserializers: tuple[str, ...]) -> None:
+        self.deserializers = deserializers
+
+    def loads(self, frames: Sequence[Frame]) -> Any:
+        # A Decoder per message, for the message's decompression budget; readers with a
+        # list of deserializers are few (a Client told so), and its set-up is small.
+        return Decoder(deserialize=False, limits=DASK_LIMITS, open_pickled=True,
+                       serialized_factory=PayloadOpener(self.deserializers),
+                       lists_as_tuples=True).loads(frames)
+
+
+MessageDecoder = Union[Decoder, RestrictedDecoder]
+
+
+def make_decoder(deserialize: bool, deserializers: Optional[Sequence[str]]) -> MessageDecoder:
+    """The decoder for Comm.read(deserializers) (distributed's family names): workers and
+    clients open payloads; the scheduler (deserialize=False) keeps data payloads as
+    distributed's Serialized. Both open ToPickle, whatever the deserializers, as
+    distributed's loads does. Lists come back as tuples, as tcp:// delivers them:
     distributed's code relies on it (ForwardOutput's print events, for one)."""
-    if deserialize:
-        return Decoder(deserializers=deserializers, limits=DASK_LIMITS, lists_as_tuples=True)
-    return Decoder(deserialize=False, deserializers=deserializers, limits=DASK_LIMITS,
-                   open_pickled=True, serialized_factory=fastser_to_distributed,
-                   lists_as_tuples=True)
+    if not deserialize:
+        return Decoder(deserialize=False, limits=DASK_LIMITS, open_pickled=True,
+                       serialized_factory=fastser_to_distributed, lists_as_tuples=True)
+    if deserializers is None:
+        return Decoder(limits=DASK_LIMITS, lists_as_tuples=True)
+    return RestrictedDecoder(tuple(deserializers))
 
 
 class FastserTCP(FastserComm, TCP):
