@@ -160,3 +160,41 @@ def test_msgpack_client_reads_a_pickled_dataset_as_on_tcp() -> None:
     tcp, fastser_ = asyncio.run(asyncio.wait_for(both(), 4 * TIMEOUT))
     assert tcp[0] == "TypeError"
     assert fastser_ == tcp
+
+
+def refuse_to_unpickle() -> None:
+    raise ValueError("refused on arrival")
+
+
+class OpensBadly:
+    """Pickles, but unpickling it raises: a payload every reader fails to open."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return refuse_to_unpickle, ()
+
+
+async def failed_gather(scheme: str) -> list[Any]:
+    """A result that cannot be opened where it arrives, gathered by the client through the
+    scheduler and directly from the worker: what the client is told each time."""
+    async with Scheduler(protocol=scheme, host="127.0.0.1", dashboard=False) as scheduler, \
+            Worker(scheduler.address, nthreads=1), \
+            Client(scheduler.address, asynchronous=True) as client:
+        future = client.submit(OpensBadly, pure=False)
+        await asyncio.wait_for(client.gather(client.submit(type, future)), TIMEOUT)
+        out: list[Any] = []
+        for direct in (False, True):
+            try:
+                await asyncio.wait_for(client.gather(future, direct=direct), TIMEOUT)
+                out.append("opened")
+            except ValueError as exc:
+                out.append(("ValueError", "refused on arrival" in str(exc)))
+        return out
+
+
+def test_a_payload_that_fails_to_open_reaches_the_client_as_an_error_as_on_tcp() -> None:
+    async def both() -> list[Any]:
+        return [await failed_gather(scheme) for scheme in SCHEMES]
+
+    tcp, fastser_ = asyncio.run(asyncio.wait_for(both(), 4 * TIMEOUT))
+    assert tcp == [("ValueError", True)] * 2
+    assert fastser_ == tcp
