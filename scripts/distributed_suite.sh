@@ -45,9 +45,12 @@ if [ $quick = 1 ]; then
                distributed.tests.test_client test_fastser_comms.py
                -k "test_batched or test_comms or scatter or gather or serializ or pickle or error")
 else
+    # test_core and test_publish: with test_client and test_batched, every module of
+    # their suite that reads or writes with serializers= or deserializers=.
     selection=(--pyargs distributed.tests.test_client distributed.tests.test_worker
                distributed.tests.test_scheduler distributed.tests.test_batched
                distributed.tests.test_nanny distributed.tests.test_steal
+               distributed.tests.test_core distributed.tests.test_publish
                distributed.comm.tests.test_comms test_fastser_comms.py)
 fi
 

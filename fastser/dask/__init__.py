@@ -15,10 +15,14 @@ The mapping, and the two bridge families that let a payload cross between fastse
 tcp:// with its frames, are in dask.bridge; importing this module registers them.
 """
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Optional, cast
+from contextvars import ContextVar
+from typing import Any, Final, Optional, Union, cast
 
+import dask.config
+from dask.utils import parse_timedelta
 from distributed.comm.addressing import get_address_host
 from distributed.comm.core import CommClosedError
 import distributed.comm.utils as comm_utils
@@ -30,13 +34,18 @@ from distributed.system import MEMORY_LIMIT
 from distributed.utils import get_ip, offload
 from tornado.iostream import IOStream, StreamClosedError
 
-from fastser.buffers import Frame
+from fastser.buffers import Frame, Header
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
+from fastser.codec.payload_frames import PayloadFrames
 from fastser.codec.wire import WIRE_VERSION
-from fastser.dask.bridge import distributed_to_fastser, families, fastser_to_distributed
-from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.dask.bridge import (DISTRIBUTED_FAMILY, distributed_to_fastser, families,
+                                 fastser_to_distributed, open_distributed)
+from fastser.errors import (DeserializationError, FastserError, FrameError, RefusedFamilyError,
+                            SenderError)
+from fastser.families.serialize import deserialize_within
 from fastser.frames.compression import available_compressions
+from fastser.headers import HEADER_SERIALIZER
 from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_layout,
                                    frame_start, pack_frames_prelude, prelude_lengths,
                                    slice_frames)
@@ -140,7 +149,7 @@ class FastserComm:
         self.greeting_seen = False  # MAGIC read
         self.encoders: dict[tuple[Any, ...], Encoder] = {}
         self.encoders_options: Optional[dict[str, Any]] = None  # the options they were made for
-        self.decoders: dict[Optional[tuple[str, ...]], Decoder] = {}
+        self.decoders: dict[Optional[tuple[str, ...]], MessageDecoder] = {}
 
     def encoder(self, serializers: Optional[Sequence[str]], on_error: str) -> Encoder:
         options = self.handshake_options
@@ -155,15 +164,12 @@ class FastserComm:
                                                         self.max_shard_size)
         return encoder
 
-    def decoder(self, deserializers: Optional[Sequence[str]]) -> Decoder:
-        names = families(deserializers)
-        if names is not None and "pickle" not in names:
-            # distributed opens ToPickle whatever the deserializers; fastser opens it only
-            # with "pickle" allowed.
-            names = (*names, "pickle")
-        decoder = self.decoders.get(names)
+    def decoder(self, deserializers: Optional[Sequence[str]]) -> "MessageDecoder":
+        # A reader that opens no payloads (the scheduler) reads alike whatever it is told.
+        key = None if deserializers is None or not self.deserialize else tuple(deserializers)
+        decoder = self.decoders.get(key)
         if decoder is None:
-            decoder = self.decoders[names] = make_decoder(self.deserialize, names)
+            decoder = self.decoders[key] = make_decoder(self.deserialize, key)
         return decoder
 
     async def read(self, deserializers: Optional[Sequence[str]] = None) -> Any:
@@ -270,16 +276,63 @@ def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
                    compression=compression)
 
 
-def make_decoder(deserialize: bool, deserializers: Optional[tuple[str, ...]]) -> Decoder:
-    """The Decoder for Comm.read() (fastser's family names): workers and clients open
-    payloads; the scheduler (deserialize=False) keeps data payloads as distributed's
-    Serialized and opens ToPickle. Lists come back as tuples, as tcp:// delivers them:
+class PayloadOpener:
+    """Decoder(serialized_factory=) for one message read with distributed's `deserializers`:
+    a data payload opened as distributed's deserialize() would, by a family those names
+    allow (a payload bridged from tcp:// by distributed's own check, on its own header),
+    each compressed frame within what the message's earlier ones left of DASK_LIMITS."""
+
+    def __init__(self, deserializers: tuple[str, ...]) -> None:
+        self.deserializers = deserializers
+        self.names = families(deserializers)
+        self.budget = PayloadFrames([], DASK_LIMITS)
+
+    def __call__(self, header: Header, frames: list[Frame]) -> Any:
+        header, frames = self.budget.inflate_payload(header, frames)
+        if header.get(HEADER_SERIALIZER) == DISTRIBUTED_FAMILY:
+            try:
+                return open_distributed(header, frames, self.deserializers)
+            except FastserError:
+                raise
+            except Exception as exc:
+                raise DeserializationError(
+                    f"the {DISTRIBUTED_FAMILY!r} family failed to deserialize a payload: "
+                    f"{type(exc).__name__}: {exc}") from exc
+        return deserialize_within(header, frames, self.names, DASK_LIMITS.max_frame_bytes)
+
+
+class RestrictedDecoder:
+    """Comm.read(deserializers=[...]) on a worker or client, read as tcp:// reads it:
+    ToPickle parts (distributed's "__Pickled__") are always opened, and a data payload only
+    by a family the list names, pickle's included. fastser's Decoder has one list for both,
+    so payloads are left to PayloadOpener, as the scheduler's are to its factory."""
+
+    def __init__(self, deserializers: tuple[str, ...]) -> None:
+        self.deserializers = deserializers
+
+    def loads(self, frames: Sequence[Frame]) -> Any:
+        # A Decoder per message, for the message's decompression budget; readers with a
+        # list of deserializers are few (a Client told so), and its set-up is small.
+        return Decoder(deserialize=False, limits=DASK_LIMITS, open_pickled=True,
+                       serialized_factory=PayloadOpener(self.deserializers),
+                       lists_as_tuples=True).loads(frames)
+
+
+MessageDecoder = Union[Decoder, RestrictedDecoder]
+
+
+def make_decoder(deserialize: bool, deserializers: Optional[Sequence[str]]) -> MessageDecoder:
+    """The decoder for Comm.read(deserializers) (distributed's family names): workers and
+    clients open payloads; the scheduler (deserialize=False) keeps data payloads as
+    distributed's Serialized. Both open ToPickle, whatever the deserializers, as
+    distributed's loads does. Lists come back as tuples, as tcp:// delivers them:
     distributed's code relies on it (ForwardOutput's print events, for one)."""
-    if deserialize:
-        return Decoder(deserializers=deserializers, limits=DASK_LIMITS, lists_as_tuples=True)
-    return Decoder(deserialize=False, deserializers=deserializers, limits=DASK_LIMITS,
-                   open_pickled=True, serialized_factory=fastser_to_distributed,
-                   lists_as_tuples=True)
+    if not deserialize:
+        return Decoder(deserialize=False, limits=DASK_LIMITS, open_pickled=True,
+                       serialized_factory=fastser_to_distributed, lists_as_tuples=True)
+    if deserializers is None:
+        return Decoder(limits=DASK_LIMITS, lists_as_tuples=True)
+    return RestrictedDecoder(tuple(deserializers))
 
 
 class FastserTCP(FastserComm, TCP):
@@ -327,12 +380,95 @@ def scheduler_route(comm_handler: Callable[..., Any]) -> Optional[str]:
     return host
 
 
-class FastserListener(WorkerHost, TCPListener):
+# When the connection being handled must have completed its handshake (the event loop's
+# clock): set as each accepted connection's task starts, so TLS's handshake and fastser's
+# share one deadline.
+HANDSHAKE_DEADLINE: ContextVar[Optional[float]] = ContextVar("HANDSHAKE_DEADLINE", default=None)
+
+
+class HandshakeFailed(Exception):
+    """A connection closed by the listener before its handshake completed (the reason)."""
+
+
+def handshake_seconds_left() -> float:
+    """What is left of distributed.comm.timeouts.connect for the connection being handled."""
+    loop = asyncio.get_running_loop()
+    deadline = HANDSHAKE_DEADLINE.get()
+    if deadline is None:
+        deadline = loop.time() + parse_timedelta(
+            dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+        HANDSHAKE_DEADLINE.set(deadline)
+    return max(0.0, deadline - loop.time())
+
+
+def drop_tracebacks(exc: BaseException) -> None:
+    """Clear the tracebacks of `exc` and of the exceptions it was raised from or during."""
+    seen: set[int] = set()
+    stack: list[Optional[BaseException]] = [exc]
+    while stack:
+        error = stack.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        stack.extend((error.__cause__, error.__context__))
+
+
+class HandshakeDeadline:
+    """A connection that has not completed its greeting and handshake (and TLS's, on
+    fastser-tls://) within distributed.comm.timeouts.connect of its acceptance is closed,
+    and so is one whose handshake fails: whatever a peer sends before then, the listener
+    logs one line and holds nothing for it. distributed's listener waits without a bound
+    and lets a failed handshake escape as a traceback, with the connection left open."""
+
+    async def _handle_stream(self, stream: IOStream, address: Any) -> None:
+        HANDSHAKE_DEADLINE.set(None)
+        handshake_seconds_left()  # the clock starts at acceptance
+        try:
+            await super()._handle_stream(stream, address)  # type: ignore[misc]  # TCPListener's
+        except HandshakeFailed as exc:
+            logger.warning("%s", exc)
+
+    async def _prepare_stream(self, stream: IOStream, address: str) -> Optional[IOStream]:
+        prepare = super()._prepare_stream(stream, address)  # type: ignore[misc]  # TCPListener's
+        try:
+            prepared: Optional[IOStream] = await asyncio.wait_for(prepare,
+                                                                  handshake_seconds_left())
+        except asyncio.TimeoutError:
+            stream.close()
+            raise HandshakeFailed(f"closed {address}: no TLS handshake within "
+                                  "distributed.comm.timeouts.connect") from None
+        return prepared
+
+    async def on_connection(self, comm: Any,
+                            handshake_overrides: Optional[dict[str, Any]] = None) -> None:
+        handshake = super().on_connection(comm, handshake_overrides)  # type: ignore[misc]  # Listener's
+        try:
+            await asyncio.wait_for(handshake, handshake_seconds_left())
+        except CommClosedError:
+            raise  # the peer closed, or sent what is not fastser: distributed logs it
+        except asyncio.TimeoutError:
+            comm.abort()
+            reason = ("no handshake within distributed.comm.timeouts.connect="
+                      f"{dask.config.get('distributed.comm.timeouts.connect')}")
+        except Exception as exc:
+            comm.abort()
+            reason = f"its handshake failed: {type(exc).__name__}: {exc}"
+            # The error's traceback holds the frames the message was read into, in a cycle
+            # through wait_for's task: cut, the buffer goes with the connection, not with
+            # the next cyclic collection.
+            drop_tracebacks(exc)
+        else:
+            return
+        raise HandshakeFailed(f"closed {comm.peer_address}: {reason}") from None
+
+
+class FastserListener(HandshakeDeadline, WorkerHost, TCPListener):
     prefix = "fastser://"
     comm_class = FastserTCP
 
 
-class FastserTLSListener(WorkerHost, TLSListener):
+class FastserTLSListener(HandshakeDeadline, WorkerHost, TLSListener):
     prefix = "fastser-tls://"
     comm_class = FastserTLS
 

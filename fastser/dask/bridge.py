@@ -23,7 +23,7 @@ from distributed.protocol.serialize import (
 
 from fastser.api import deserialize, register_serialization_family, serialize
 from fastser.buffers import Frame, Header
-from fastser.errors import DeserializationError, SerializationError
+from fastser.errors import DeserializationError, RefusedFamilyError, SerializationError
 from fastser.limits import DEFAULT_LIMITS
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -107,13 +107,44 @@ def refuse_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header
 
 def distributed_loads(header: Header, frames: list[Frame]) -> Any:
     """The fastser-side family "distributed": what distributed's tcp:// reader would do."""
+    return open_distributed(header, frames, None)
+
+
+def open_distributed(header: Header, frames: list[Frame],
+                     deserializers: Optional[Sequence[str]]) -> Any:
+    """A "distributed" payload opened as distributed's tcp:// reader would open it with
+    `deserializers` (distributed's names): a family they leave out is RefusedFamilyError."""
     inner = header.get(DISTRIBUTED_HEADER)
     if type(inner) is not dict:
         raise DeserializationError(f"a {DISTRIBUTED_FAMILY!r} payload has no header")
     inner = retyped(inner, tuple)
+    if deserializers is not None:
+        refused = refused_family(inner, deserializers)
+        if refused is not None:
+            raise RefusedFamilyError(
+                f"payload of serializer family {refused!r} (from tcp://) refused: not in "
+                f"deserializers {list(deserializers)}")
     if "compression" in inner:
         frames = distributed_decompress(inner, frames)
-    return merge_and_deserialize(inner, frames)
+    return merge_and_deserialize(inner, frames, deserializers=deserializers)
+
+
+def refused_family(header: Mapping[str, Any], deserializers: Sequence[str],
+                   depth: int = 0) -> Optional[str]:
+    """The first family in a distributed header (its collection's sub-headers included)
+    that `deserializers` leave out, as distributed's deserialize() checks them."""
+    if depth > DEFAULT_LIMITS.max_depth:
+        raise DeserializationError(
+            f"a bridged header nests deeper than Limits.max_depth={DEFAULT_LIMITS.max_depth}")
+    if "is-collection" in header:
+        subs = header.get("sub-headers")
+        for sub in subs if type(subs) is tuple else ():
+            found = refused_family(sub, deserializers, depth + 1) if type(sub) is dict else None
+            if found is not None:
+                return found
+        return None
+    name = header.get("serializer")
+    return None if name in deserializers else str(name)
 
 
 def fastser_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None
