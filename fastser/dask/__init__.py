@@ -285,7 +285,8 @@ class PayloadOpener:
     def __init__(self, deserializers: tuple[str, ...]) -> None:
         self.deserializers = deserializers
         self.names = families(deserializers)
-        self.budget = PayloadFrames([], DASK_LIMITS)
+        # Its msgpack payloads' own object budget (the header's is the decoder's).
+        self.budget = PayloadFrames([], DASK_LIMITS, 0)
 
     def __call__(self, header: Header, frames: list[Frame]) -> Any:
         header, frames = self.budget.inflate_payload(header, frames)
