@@ -2,6 +2,7 @@
 subprocess (tracemalloc, as a multiple of the wire bytes), time as a ratio to a benign
 message of the same size and key types (never an absolute time)."""
 
+import collections
 import functools
 import math
 import statistics
@@ -13,9 +14,12 @@ from typing import Any, Callable
 
 import msgpack
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError
+from strategies import examples, rounds
 
 MERSENNE = (1 << 61) - 1  # CPython hashes ints and floats modulo this prime
 
@@ -52,7 +56,7 @@ def median_time(run: Callable[[], Any]) -> float:
     return statistics.median(times)
 
 
-KEYS = 20_000
+KEYS = rounds(20_000, 200_000)  # the extended suite: ten times the keys
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,7 +127,7 @@ def peak_multiple(code: str) -> float:
 
 
 SAFE = "decoder = fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)\n"
-N = 1 << 18
+N = rounds(1 << 18, 1 << 22)  # header bytes; the extended suite: 4 MiB
 
 
 @pytest.mark.parametrize("name, code", [
@@ -221,3 +225,64 @@ def test_lists_as_tuples_keeps_a_payload_header_as_the_sender_wrote_it() -> None
         assert out["k"].header == header
         assert repr(out["k"].header) == repr(header)  # tuples stay tuples, lists lists
         assert out["t"] == (((), ()) if lists else [(), []])
+
+
+# Structure-aware fuzzing of colliding keys: messages whose keys and set items come from
+# pools of one hash each, nested in dicts, sets, frozensets and tuples. Whatever the mix,
+# loads gives the message back or refuses it for equal hashes, and refuses it whenever one
+# dict or set holds more keys of one hash than the counter lets through (32).
+
+FLOAT_POOL = colliding_floats(60)
+INT_POOL = [k * MERSENNE + 7 for k in range(9, 69)]  # ext 1 big ints, all hash 7
+POOLS = [FLOAT_POOL, INT_POOL, [(x,) for x in FLOAT_POOL], [(x, "k") for x in INT_POOL],
+         [frozenset((x,)) for x in INT_POOL]]
+
+
+@st.composite
+def colliding_messages(draw: Any) -> Any:
+    pool = draw(st.sampled_from(POOLS))
+    count = draw(st.integers(1, len(pool)))
+    keys = pool[:count] + draw(st.lists(st.sampled_from(pool), max_size=10))
+    plain = draw(st.lists(st.integers(0, 1000) | st.text(max_size=3), max_size=10))
+    shape = draw(st.sampled_from(["dict", "set", "nested", "frozenset", "list"]))
+    if shape == "dict":
+        return dict.fromkeys(keys + plain, 1)
+    if shape == "set":
+        return set(keys + plain)
+    if shape == "frozenset":
+        return {"fs": frozenset(keys), "p": plain}
+    if shape == "list":
+        return [keys, plain]  # as values: counted, never inserted among each other
+    return {"a": [dict.fromkeys(keys[: len(keys) // 2]), {"b": set(keys[len(keys) // 2:])}]}
+
+
+def largest_group(msg: Any) -> int:
+    """The most distinct keys (or set items) of one hash in any one dict or set of `msg`."""
+    most = 0
+    stack = [msg]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (dict, set, frozenset)):
+            counts = collections.Counter(hash(key) for key in item)
+            most = max(most, max(counts.values(), default=0))
+            stack.extend(item.values() if isinstance(item, dict) else ())
+            stack.extend(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return most
+
+
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(colliding_messages(), st.booleans())
+def test_colliding_keys_load_back_or_are_refused(msg: Any, lists: bool) -> None:
+    frames = fastser.dumps(msg)
+    decoder = fastser.Decoder(lists_as_tuples=lists)
+    try:
+        out = decoder.loads(frames)
+    except DeserializationError as exc:
+        assert "distinct values of one hash" in str(exc)
+        return
+    assert largest_group(msg) <= 32
+    if not lists:
+        assert out == msg
