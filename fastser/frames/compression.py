@@ -190,8 +190,10 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
         raise too_large("zstd", size, limit)
     first = zstd_first_bytes(size, view.nbytes)
     if not writeable and first == size:
-        # One shot into bytes of the stated size, which the compressed bytes may well hold.
-        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size)
+        # One shot into bytes of the stated size, which the compressed bytes may well hold;
+        # the frame must be the whole payload, as the stream reader checks below.
+        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size,
+                                                           allow_extra_data=False)
         return data
     return zstd_stream(module, view, size, first)
 
