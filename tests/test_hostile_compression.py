@@ -280,7 +280,7 @@ def test_lz4_stated_size_is_refused_beyond_what_the_block_can_hold(writeable: bo
 @pytest.mark.parametrize("writeable", [True, False])
 def test_lz4_round_trips_and_lies_are_caught(writeable: bool) -> None:
     needs("lz4")
-    lz4_block = compressor_module("lz4")  # lz4 ships no type information
+    lz4_block: Any = compressor_module("lz4")  # lz4 ships no type information
     for data in (b"", b"x", bytes(MiB), bytes(5 * MiB + 1), os.urandom(MiB + 1)):
         frame = lz4_block.compress(data, store_size=True)
         assert decompress("lz4", frame, len(data), writeable) == data
