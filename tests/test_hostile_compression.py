@@ -17,7 +17,7 @@ import pytest
 
 import fastser
 from fastser import DeserializationError
-from fastser.frames.compression import (INFLATE_SLICE, INFLATE_STEP, LZ4_MAX_RATIO,
+from fastser.frames.compression import (INFLATE_SLICE, INFLATE_STEP, LZ4_MAX_RATIO, ZSTD_STEP,
                                         available_compressions, compressor_module, decompress,
                                         zstd_first_bytes)
 
@@ -206,16 +206,17 @@ def zstd_sized(prefix: bytes, target: Callable[[int, int], int]) -> bytes:
 
 @pytest.mark.parametrize("prefix", [b"", os.urandom(300_000)], ids=["zeros", "random-start"])
 @pytest.mark.parametrize("writeable", [True, False])
-def test_zstd_round_trips_across_the_first_buffer_and_its_growth(prefix: bytes,
+def test_zstd_round_trips_across_the_first_buffer_and_the_pieces_after_it(prefix: bytes,
                                                                  writeable: bool) -> None:
     needs("zstd")
     exact = zstd_sized(prefix, zstd_first_bytes)  # the first buffer is exactly the frame
     frame = zstd_frame(exact)
     assert zstd_first_bytes(len(exact), len(frame)) == len(exact)
     cases = [exact, exact[:-1], exact + b"\0"]
-    twice = zstd_sized(prefix, lambda n, c: 2 * zstd_first_bytes(n, c))  # one growth exactly
-    assert len(twice) == 2 * zstd_first_bytes(len(twice), len(zstd_frame(twice)))
-    cases += [twice, twice + b"\0", twice[:-1], bytes(5 * MiB + 3)]
+    # Beyond the first buffer, output is appended a piece at a time: one piece exactly.
+    stepped = zstd_sized(prefix, lambda n, c: zstd_first_bytes(n, c) + ZSTD_STEP)
+    assert len(stepped) == zstd_first_bytes(len(stepped), len(zstd_frame(stepped))) + ZSTD_STEP
+    cases += [stepped, stepped + b"\0", stepped[:-1], bytes(5 * MiB + 3)]
     for data in cases:
         frame = zstd_frame(data)
         out = decompress("zstd", frame, len(data), writeable)

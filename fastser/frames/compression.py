@@ -5,7 +5,7 @@ Rule: a decompressor never produces more than the caller's bound, and costs memo
 time linear in the bytes it reads and writes. The size a frame announces (lz4's size prefix,
 zstd's content size) is checked against the bound first and is trusted only as far as the
 compressed bytes could hold it: lz4's format caps it at 255 bytes per byte; a zstd buffer
-starts at most 8 bytes per compressed byte plus 1 MiB and doubles as output arrives. zlib,
+starts at most 8 bytes per compressed byte plus 1 MiB and grows as output arrives. zlib,
 which announces nothing, is fed in bounded slices and inflated in bounded steps.
 """
 
@@ -35,9 +35,7 @@ LZ4_MAX_RATIO: Final = 255
 # copy), and all that a lying stated size can make us allocate before the data disproves it.
 ZSTD_FIRST_RATIO: Final = 8
 ZSTD_FIRST_SLACK: Final = 1 << 20
-# A buffer grows by copies of this block: zero bytes made fresh for each growth would cost a
-# page fault for every page read as well as for every page written.
-ZERO_BLOCK: Final = bytes(1 << 18)
+ZSTD_STEP: Final = 1 << 18  # beyond the first buffer, output is appended in pieces this size
 INFLATE_STEP: Final = 1 << 20  # most output one zlib call may make
 # Most input one zlib call is given: a call stopped by INFLATE_STEP copies its unread input
 # (unconsumed_tail), so bounding the slice keeps those copies to 1/16 of the output.
@@ -198,41 +196,32 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
     return zstd_stream(module, view, size, first)
 
 
-def zstd_stream(module: Any, view: memoryview, size: int, capacity: int) -> bytearray:
-    """A zstd frame stating `size` bytes decompressed into a buffer of `capacity` bytes that
-    doubles (up to `size`) each time it fills: the stated size is an upper bound, never an
-    allocation. Decompressing straight into the buffer the payload will live in saves numpy
-    a second copy."""
-    out = bytearray(capacity)
+def zstd_stream(module: Any, view: memoryview, size: int, first: int) -> bytearray:
+    """A zstd frame stating `size` bytes decompressed straight into a buffer of `first`
+    bytes, the buffer the payload will live in (no second copy for numpy); beyond it,
+    the buffer grows (amortized) as output arrives, a cache-sized piece at a time: the
+    stated size is an upper bound, never an allocation. Growing by zero-filled doublings
+    instead writes each byte twice (15 % slower on 256 MiB of zeros)."""
+    out = bytearray(first)
     reader = module.ZstdDecompressor().stream_reader(view)
     filled = 0
-    while True:
-        target = memoryview(out)
-        try:
-            while filled < capacity:
-                count: int = reader.readinto(target[filled:])
-                if count == 0:
-                    raise DeserializationError(
-                        f"zstd payload ends after {filled} of its {size} bytes")
-                filled += count
-        finally:
-            target.release()  # a bytearray with a view exported cannot grow
-        if capacity == size:
+    with memoryview(out) as target:  # released: a bytearray with a view cannot grow
+        while filled < first:
+            count: int = reader.readinto(target[filled:])
+            if count == 0:
+                break
+            filled += count
+    while filled == len(out) and filled < size:
+        piece: bytes = reader.read(min(ZSTD_STEP, size - filled))
+        out += piece
+        filled += len(piece)
+        if not piece:
             break
-        grown = min(size, 2 * capacity)
-        extend_zeros(out, grown - capacity)
-        capacity = grown
+    if filled < size:
+        raise DeserializationError(f"zstd payload ends after {filled} of its {size} bytes")
     if reader.read(1):
         raise DeserializationError(f"zstd payload holds more than its stated {size} bytes")
     return out
-
-
-def extend_zeros(out: bytearray, count: int) -> None:
-    while count >= len(ZERO_BLOCK):
-        out += ZERO_BLOCK
-        count -= len(ZERO_BLOCK)
-    if count:
-        out += ZERO_BLOCK[:count]
 
 
 def zlib_decompress(view: memoryview, max_bytes: int, limit: str) -> bytearray:
