@@ -200,8 +200,8 @@ def zstd_stream(module: Any, view: memoryview, size: int, first: int) -> bytearr
     """A zstd frame stating `size` bytes decompressed straight into a buffer of `first`
     bytes, the buffer the payload will live in (no second copy for numpy); beyond it,
     the buffer grows (amortized) as output arrives, a cache-sized piece at a time: the
-    stated size is an upper bound, never an allocation. Growing by zero-filled doublings
-    instead writes each byte twice (15 % slower on 256 MiB of zeros)."""
+    stated size is an upper bound, never an allocation. (Growing by zero-filled doublings
+    instead would write each byte twice.)"""
     out = bytearray(first)
     reader = module.ZstdDecompressor().stream_reader(view)
     filled = 0
