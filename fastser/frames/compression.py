@@ -1,9 +1,12 @@
 """Sampled compression of payload frames, and bounded decompression. Sits on arguments,
 buffers, errors and headers; lz4 and zstandard are optional and imported on first use.
 
-Rule: a decompressor never produces more than the caller's bound — the size a frame
-announces (lz4's size prefix, zstd's content size) is checked before anything is allocated,
-and zlib, which announces nothing, is inflated in bounded steps.
+Rule: a decompressor never produces more than the caller's bound, and costs memory and
+time linear in the bytes it reads and writes. The size a frame announces (lz4's size prefix,
+zstd's content size) is checked against the bound first and is trusted only as far as the
+compressed bytes could hold it: lz4's format caps it at 255 bytes per byte; a zstd buffer
+starts at most 8 bytes per compressed byte plus 1 MiB and grows as output arrives. zlib,
+which announces nothing, is fed in bounded slices and inflated in bounded steps.
 """
 
 import importlib
@@ -25,7 +28,18 @@ KEEP_RATIO: Final = 0.7  # keep a compressed frame only when it saves at least 3
 # lz4's block format takes at most LZ4_MAX_INPUT_SIZE bytes; bigger frames travel as they are.
 MAX_COMPRESS_BYTES: Final = 0x7E000000
 LZ4_SIZE_PREFIX: Final = 4
-INFLATE_STEP: Final = 1 << 20
+# A block's bytes are literals (one out each) or a sequence's token, offset and length bytes:
+# 3 + n bytes copy at most 4 + 15 + 255 * n, so no block writes more than 255 per byte.
+LZ4_MAX_RATIO: Final = 255
+# A zstd frame's first buffer: what genuine frames that compress well fit in at once (zero
+# copy), and all that a lying stated size can make us allocate before the data disproves it.
+ZSTD_FIRST_RATIO: Final = 8
+ZSTD_FIRST_SLACK: Final = 1 << 20
+ZSTD_STEP: Final = 1 << 18  # beyond the first buffer, output is appended in pieces this size
+INFLATE_STEP: Final = 1 << 20  # most output one zlib call may make
+# Most input one zlib call is given: a call stopped by INFLATE_STEP copies its unread input
+# (unconsumed_tail), so bounding the slice keeps those copies to 1/16 of the output.
+INFLATE_SLICE: Final = 1 << 16
 
 # Imported compressor modules by name; a missing package is remembered as None.
 _modules: dict[str, Optional[Any]] = {}
@@ -150,8 +164,19 @@ def lz4_decompress(module: Any, view: memoryview, max_bytes: int, writeable: boo
     size = int.from_bytes(view[:LZ4_SIZE_PREFIX], "little", signed=True)
     if size < 0 or size > max_bytes:
         raise too_large("lz4", size, limit)
+    # lz4 allocates the stated size before it reads a byte: refuse what the block cannot hold.
+    block = view.nbytes - LZ4_SIZE_PREFIX
+    if size > LZ4_MAX_RATIO * block:
+        raise DeserializationError(
+            f"lz4 payload states {size} bytes, more than its {block} compressed bytes can "
+            f"hold ({LZ4_MAX_RATIO} per byte)")
     result: Frame = module.decompress(view, return_bytearray=writeable)
     return result
+
+
+def zstd_first_bytes(size: int, compressed: int) -> int:
+    """The buffer a zstd frame stating `size` bytes in `compressed` bytes starts with."""
+    return min(size, ZSTD_FIRST_RATIO * compressed + ZSTD_FIRST_SLACK)
 
 
 def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bool,
@@ -161,20 +186,39 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
         raise DeserializationError("zstd payload does not state its decompressed size")
     if size > max_bytes:
         raise too_large("zstd", size, limit)
-    if not writeable:
-        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size)
+    first = zstd_first_bytes(size, view.nbytes)
+    if not writeable and first == size:
+        # One shot into bytes of the stated size, which the compressed bytes may well hold;
+        # the frame must be the whole payload, as the stream reader checks below.
+        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size,
+                                                           allow_extra_data=False)
         return data
-    # Straight into the buffer the payload will live in: no second copy for numpy.
-    out = bytearray(size)
+    return zstd_stream(module, view, size, first)
+
+
+def zstd_stream(module: Any, view: memoryview, size: int, first: int) -> bytearray:
+    """A zstd frame stating `size` bytes decompressed straight into a buffer of `first`
+    bytes, the buffer the payload will live in (no second copy for numpy); beyond it,
+    the buffer grows (amortized) as output arrives, a cache-sized piece at a time: the
+    stated size is an upper bound, never an allocation. (Growing by zero-filled doublings
+    instead would write each byte twice.)"""
+    out = bytearray(first)
     reader = module.ZstdDecompressor().stream_reader(view)
     filled = 0
-    target = memoryview(out)
-    while filled < size:
-        count: int = reader.readinto(target[filled:])
-        if count == 0:
-            raise DeserializationError(
-                f"zstd payload ends after {filled} of its {size} bytes")
-        filled += count
+    with memoryview(out) as target:  # released: a bytearray with a view cannot grow
+        while filled < first:
+            count: int = reader.readinto(target[filled:])
+            if count == 0:
+                break
+            filled += count
+    while filled == len(out) and filled < size:
+        piece: bytes = reader.read(min(ZSTD_STEP, size - filled))
+        out += piece
+        filled += len(piece)
+        if not piece:
+            break
+    if filled < size:
+        raise DeserializationError(f"zstd payload ends after {filled} of its {size} bytes")
     if reader.read(1):
         raise DeserializationError(f"zstd payload holds more than its stated {size} bytes")
     return out
@@ -183,20 +227,28 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
 def zlib_decompress(view: memoryview, max_bytes: int, limit: str) -> bytearray:
     inflater = zlib.decompressobj()
     out = bytearray()
-    pending: Any = view
-    while True:
-        out += inflater.decompress(pending, INFLATE_STEP)
-        if len(out) > max_bytes:
-            raise too_large("zlib", len(out), limit)
-        pending = inflater.unconsumed_tail
-        if not pending or inflater.eof:  # after the end, the rest is trailing bytes
-            break
+    end = view.nbytes
+    start = 0
+    while start < end and not inflater.eof:
+        pending: Any = view[start:start + INFLATE_SLICE]
+        start += INFLATE_SLICE
+        while True:
+            step = min(INFLATE_STEP, max_bytes - len(out) + 1)
+            chunk = inflater.decompress(pending, step)
+            out += chunk
+            if len(out) > max_bytes:
+                raise too_large("zlib", len(out), limit)
+            pending = inflater.unconsumed_tail
+            # A call that filled its step may hold more output, even with no input left.
+            if inflater.eof or (not pending and len(chunk) < step):
+                break
     out += inflater.flush()
     if len(out) > max_bytes:
         raise too_large("zlib", len(out), limit)
     if not inflater.eof:
         raise DeserializationError("zlib payload is truncated")
-    if inflater.unused_data or inflater.unconsumed_tail:
+    # After the end, the rest is trailing bytes.
+    if inflater.unused_data or inflater.unconsumed_tail or start < end:
         raise DeserializationError("zlib payload is followed by trailing bytes")
     return out
 
