@@ -370,7 +370,7 @@ class FrameReader:
                     body = self.body
                     if body is None:
                         body = self.body = bytearray()
-                    start = self.span_start()
+                    start = self.pos
                     if len(body) < start:
                         body += ALIGNMENT_GAPS[start - len(body)]
                     take = min(self.span_end() - start, end - pos)
@@ -498,9 +498,6 @@ class FrameReader:
             index += 1
         self.index = index
         self.end = end
-
-    def span_start(self) -> int:
-        return self.pos
 
     def span_end(self) -> int:
         """Where the span that starts at `pos` ends: at the end of its frame when that is
