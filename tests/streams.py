@@ -94,7 +94,8 @@ CUTS = [
 
 # Preludes beyond the default Limits, and what the error must say.
 HOSTILE = [
-    (struct.pack("<Q", 2**60), "max_frames=1048576"),
+    (struct.pack("<Q", 2**31), "frame count 2147483648 exceeds Limits.max_frames=1048576"),
+    (b"HTTP/1.1 200 OK", "^not a fastser stream: .*b'HTTP/1.1'"),
     (struct.pack("<QQ", 1, 2**62), "frame 0 of 1 .*max_frame_bytes=1073741824"),
     (struct.pack("<6Q", 5, *[2**30] * 5), "max_message_bytes=4294967296"),
     # Frames too small to pay for their views (frames.stream.check_views).

@@ -188,11 +188,10 @@ FIRST = len(stream_of({"a": b"x" * 100_000}))
 def test_inspect_refuses_hostile_streams_in_one_line(tmp_path: pathlib.Path) -> None:
     cases = {
         "text": (b"hello world, this is not a stream\n",
-                 ("not a fastser stream: its first 8 bytes b'hello wo', read as a frame "
-                  "count, announce 8,031,924,123,371,070,824 frames", "input holds 34",
-                  "exceeds Limits.max_frames")),
+                 ("not a fastser stream: a message's first 8 bytes, b'hello wo', read as a "
+                  "frame count of 8031924123371070824", "input holds 34")),
         "count -1": (b"\xff" * 8 + b"\x00" * 8,
-                     ("not a fastser stream", "18,446,744,073,709,551,615 frames")),
+                     ("not a fastser stream", "frame count of 18446744073709551615")),
         "no frames": (b"\x00" * 8, ("not a fastser stream: no frames",)),
         "zeros": (b"\x00" * 100, ("not a fastser stream: no frames",)),
         "huge length": (struct.pack("<QQ", 1, 2**63) + b"\x01\x80",
@@ -209,7 +208,7 @@ def test_inspect_refuses_hostile_streams_in_one_line(tmp_path: pathlib.Path) -> 
                       ("message 0 is not a valid fastser message", "UnicodeDecodeError")),
         "wire version 2": (fastser.pack_frames([b"\x02\x80"]), ("not a fastser stream",)),
         "garbage after": (GOOD + b"garbage!" * 3, ("message 2 is not a valid fastser message",
-                                                   "exceeds Limits.max_frames")),
+                                                   "not a fastser stream")),
     }
     for name, (data, expected) in cases.items():
         done = run("inspect", write(tmp_path, data))
@@ -226,7 +225,7 @@ def test_inspect_refuses_unusable_standard_input() -> None:
                             capture_output=True, text=True, timeout=60)
     assert_refused(closed.returncode, closed.stderr, "cannot read standard input")
     piped = run("inspect", "-", stdin=b"hello world")
-    assert_refused(piped.returncode, piped.stderr, "not a fastser stream: its first 8 bytes")
+    assert_refused(piped.returncode, piped.stderr, "not a fastser stream: a message's first 8 bytes")
     assert "input holds" not in piped.stderr  # a pipe's size is not known
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import fastser
 from fastser.frames.placed import PLACED, PLACED_MIN_BYTES, join_placed, place
 from fastser.frames.split import merge_frames
-from fastser.frames.stream import slice_runs
+from fastser.frames.stream import slice_frames
 
 MiB = 2**20
 
@@ -87,9 +87,9 @@ def test_another_object_at_a_placed_id_is_not_taken_for_it() -> None:
         del PLACED[id(other)]
 
 
-def test_pieces_in_one_run_of_the_asyncio_reader_join_read_only() -> None:
-    run = bytes(range(256)) * (3 * MiB // 256)
-    frames = slice_runs([b"header", run], [6, 2 * MiB, MiB])
+def test_pieces_placed_in_a_read_only_buffer_join_read_only() -> None:
+    data = b"header" + bytes(range(256)) * (3 * MiB // 256)
+    frames = slice_frames(memoryview(data), [6, 2 * MiB, MiB], 0, False, True)
     joined = join_placed(list(frames[1:]))
-    assert joined is not None and joined.obj is run and joined.readonly
-    assert joined.tobytes() == run
+    assert joined is not None and joined.obj is data and joined.readonly
+    assert joined.tobytes() == data[6:]

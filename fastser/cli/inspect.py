@@ -225,6 +225,8 @@ def announced_bytes(head: bytes, count: int) -> int:
 
 def frame_error(count: int, head: bytes, size: Optional[int], exc: Exception) -> str:
     """Why the stream's framing failed in message `count`."""
+    if count == 0 and str(exc).startswith("not a fastser stream"):  # the reader said so
+        return str(exc) if size is None else f"{exc} (the input holds {size:,} bytes)"
     if count == 0 and len(head) >= WORD and foreign(head, size):
         holds = "" if size is None else f", and the input holds {size:,}"
         return f"not a fastser stream: {announced(head)}{holds} ({exc})"

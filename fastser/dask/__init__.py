@@ -45,12 +45,10 @@ from fastser.errors import (DeserializationError, FastserError, FrameError, Refu
                             SenderError)
 from fastser.families.serialize import deserialize_within
 from fastser.frames.compression import available_compressions
+from fastser.frames.stream import FrameReader, coalesce, pack_frames_prelude
 from fastser.headers import HEADER_SERIALIZER
-from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_layout,
-                                   frame_start, pack_frames_prelude, prelude_lengths,
-                                   slice_frames)
 from fastser.limits import Limits
-from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
+from fastser.transport.receive_buffer import populate, receive_buffer
 from fastser.transport.sock import MAX_IO_BYTES
 
 logger = logging.getLogger(__name__)
@@ -69,35 +67,29 @@ DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
 
 
 async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
-    """One message's frames from `stream`, read into one buffer of their own
-    (transport.receive_buffer: numpy.empty's, or private anonymous memory from 32 MiB
-    on), each of 64 KiB or more at a 16-byte aligned offset: the frames are writeable,
-    arrays on them aligned, and the pieces of a split payload adjacent, so loads joins them
-    without a copy. The prelude is checked against `limits` before the buffer is
-    allocated."""
-    head = await stream.read_bytes(WORD)
-    count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    # At most 8 * Limits.max_frames bytes, and tornado buffers only what arrives.
-    raw = await stream.read_bytes(WORD * count) if count else b""
-    lengths = prelude_lengths(raw, 0, count, limits)[0]
-    gaps, size = frame_layout(lengths)
-    view = receive_buffer(size)
-    end = 0
-    # A read per frame, of at most READ_BYTES: tornado fills smaller reads faster. tcp:// /
-    # fastser:// in benchmarks/comm_receive.py, with a read per run of adjacent frames of up
-    # to 1 GiB, of up to 1 MiB, then a read per frame of up to 1 MiB: 200 frames of 64 KiB
-    # 1.62x, 1.86x, 2.16x; 10 of 100 KB 1.50x, 2.29x, 2.29x; 50 arrays of 1 MiB 1.03x,
-    # 1.10x, 1.10x (measured before populate).
-    for length in lengths:
-        start = frame_start(end, length)  # each large frame at an aligned offset
-        end = start + length
-        for piece in range(start, end, READ_BYTES):
-            stop = min(piece + READ_BYTES, end)
-            populate(view, piece, stop)
-            # tornado annotates a bytearray; it takes any writable buffer.
-            await stream.read_into(cast(bytearray, view[piece:stop]))
-    # Zero-copy: the frames are slices of the one buffer the bytes were read into.
-    return slice_frames(view, lengths, 0, gaps, True)
+    """One message's frames from `stream`, read in place into the buffer a FrameReader
+    hands out (frames.stream: it parses the prelude and checks it against `limits` before
+    the buffer is allocated; transport.receive_buffer: numpy.empty's, or private anonymous
+    memory from 32 MiB on), each of 64 KiB or more at a 16-byte aligned offset: the frames
+    are writeable, arrays on them aligned, and the pieces of a split payload adjacent, so
+    loads joins them without a copy."""
+    reader = FrameReader(limits)
+    # Looked up here, not bound once: tests and benchmarks/comm_receive.py replace them.
+    reader.allocate = receive_buffer
+    reader.populate = populate
+    # A read per frame of 64 KiB or more, of at most READ_BYTES (FrameReader.span_end):
+    # tornado fills smaller reads faster. tcp:// / fastser:// in benchmarks/comm_receive.py,
+    # with a read per run of adjacent frames of up to 1 GiB, of up to 1 MiB, then a read per
+    # frame of up to 1 MiB: 200 frames of 64 KiB 1.62x, 1.86x, 2.16x; 10 of 100 KB 1.50x,
+    # 2.29x, 2.29x; 50 arrays of 1 MiB 1.03x, 1.10x, 1.10x (measured before populate).
+    while True:
+        span = reader.next_buffer()
+        # tornado annotates a bytearray; it takes any writable buffer. It fills the span.
+        await stream.read_into(cast(bytearray, span))
+        frames = reader.received(span.nbytes)
+        if frames is not None:
+            # Zero-copy: the frames are slices of the one buffer the bytes were read into.
+            return frames
 
 
 def large(msg: Any, threshold: int) -> bool:

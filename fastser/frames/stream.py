@@ -5,8 +5,10 @@ Rule: every count and length read from the wire is checked against Limits, and a
 bytes actually present, before it is used or anything is allocated for it.
 """
 
+import array
 import struct
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import Final, Optional
 
 from fastser.arguments import check_optional
@@ -37,7 +39,19 @@ FREE_FRAMES: Final = 1024
 BYTES_PER_FRAME: Final = 64
 # What a reader writes between frames to start each at a multiple of FRAME_ALIGNMENT:
 # ALIGNMENT_GAPS[n] is a gap of n bytes (made once, not per frame).
+# The prelude's lengths are kept in an array of "Q" (8 bytes each, in the machine's order).
+BIG_ENDIAN: Final = sys.byteorder == "big"
 ALIGNMENT_GAPS: Final = tuple(bytes(size) for size in range(FRAME_ALIGNMENT))
+# A frame count from here on has a non-zero byte in its upper half: a prelude of 32 GiB, which
+# nothing sends; text, or any other protocol's first bytes, reads as such a count (b"GET / HT"
+# as 6.1e18). Said before the Limits, unless the Limits allow such a count.
+IMPLAUSIBLE_COUNT: Final = 2**32
+# The most one span of a receive buffer that a FrameReader hands out holds (and so how far
+# ahead of the bytes its pages may be populated): transports read at most this much a call.
+READ_BYTES: Final = 2**20
+# The most prelude bytes a FrameReader asks a transport for at a time (into a buffer of its
+# own, then appended to the lengths): what a connection stalled inside a prelude costs.
+PRELUDE_SPAN_BYTES: Final = 4096
 
 
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
@@ -90,8 +104,15 @@ def join_run(run: list[Frame]) -> memoryview:
 
 
 def check_count(count: int, limits: Limits) -> int:
-    """`count`, read from a prelude, if it is within `limits.max_frames`; else FrameError."""
+    """`count`, read from a prelude, if it is within `limits.max_frames`; else FrameError,
+    which says first that the bytes are not a fastser stream when the count is implausible
+    for any stream (IMPLAUSIBLE_COUNT), and names the limit otherwise."""
     if count > limits.max_frames:
+        if count >= IMPLAUSIBLE_COUNT:
+            raise FrameError(f"not a fastser stream: a message's first 8 bytes, "
+                             f"{COUNT.pack(count)!r}, read as a frame count of {count} (a "
+                             f"prelude of {WORD * count} bytes), which nothing sends: another "
+                             f"protocol, or a stream that lost its place?")
         raise FrameError(f"prelude: frame count {count} exceeds "
                          f"Limits.max_frames={limits.max_frames}")
     return count
@@ -113,15 +134,6 @@ def check_lengths(lengths: Sequence[int], limits: Limits) -> int:
                          f"Limits.max_message_bytes={limits.max_message_bytes}")
     check_views(len(lengths), total)
     return total
-
-
-def prelude_lengths(field: Frame, offset: int, count: int,
-                    limits: Limits) -> tuple[tuple[int, ...], int]:
-    """The `count` frame lengths a prelude lists from `offset` of `field` (little-endian
-    uint64s, which the caller has read: a hostile count was checked, check_count, before
-    it asked for them), and their total, checked against `limits` (check_lengths)."""
-    lengths: tuple[int, ...] = struct.unpack_from(f"<{count}Q", field, offset) if count else ()
-    return lengths, check_lengths(lengths, limits)
 
 
 def check_views(count: int, total: int) -> None:
@@ -214,41 +226,6 @@ def slice_frames(view: memoryview, lengths: Sequence[int], start: int = 0,
     return frames
 
 
-def slice_runs(received: list[bytes], lengths: Sequence[int]) -> list[Frame]:
-    """The frames, from `received`: one bytes object per run of frame_runs, in order (for a
-    reader that cannot read into a buffer of its own). A run holds the next non-empty frames
-    end to end, exactly. A frame that is a whole run is that bytes object itself, so a bytes
-    value received in it is not copied again; the others are views of their run."""
-    frames: list[Frame] = []
-    run = -1
-    pos = size = 0  # in the current run
-    view = memoryview(b"")
-    placed = False  # whether the frame before was placed (in this run)
-    for length in lengths:
-        if not length:
-            frames.append(memoryview(b""))  # its own: a receiver may release it
-            placed = False
-            continue
-        if pos == size:  # the run is used up: the frame starts the next one
-            run += 1
-            data = received[run]
-            pos, size = 0, len(data)
-            if size == length:
-                frames.append(data)
-                pos = size
-                placed = False
-                continue
-            view = memoryview(data)
-            placed = False
-        frame = view[pos:pos + length]
-        frames.append(frame)
-        placed = length >= PLACED_MIN_BYTES or placed
-        if placed:  # a split frame's pieces share a run: loads joins them by their place
-            place_frame(frame, pos, pos + length)
-        pos += length
-    return frames
-
-
 def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memoryview]:
     """The frames of the one message in `buf`, as 1-d memoryviews of format "B".
 
@@ -257,53 +234,100 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     Returns: views into `buf` (no copy): they alias its memory and are writeable when it is.
     Raises: FrameError unless `buf` holds exactly one complete message within `limits`.
     """
-    check_optional(limits, Limits, "limits")
-    limits = DEFAULT_LIMITS if limits is None else limits
+    reader = FrameReader(limits)  # checks `limits`
     view = byte_view(buf)
     size = view.nbytes
-    if size < WORD:
-        raise FrameError(f"truncated prelude: {size} bytes, the frame count alone needs {WORD}")
-    count = check_count(COUNT.unpack_from(view, 0)[0], limits)
-    # The lengths must be present before they are read: a hostile count cannot make us
-    # build a tuple larger than the buffer.
-    start = WORD + WORD * count
-    if start > size:
-        raise FrameError(f"truncated prelude: {count} frame lengths end at byte {start}, "
-                         f"the buffer holds {size}")
-    lengths, total = prelude_lengths(view, WORD, count, limits)
+    # The reader parses and checks the prelude in place (the lengths, once present, are
+    # copied into 8 bytes each, nothing per frame until the views).
+    start = reader.take_prelude(view, 0, size)
+    if not reader.framing:
+        if reader.count < 0:
+            raise FrameError(f"truncated prelude: {size} bytes, the frame count alone needs "
+                             f"{WORD}")
+        raise FrameError(f"truncated prelude: {reader.count} frame lengths end at byte "
+                         f"{WORD + WORD * reader.count}, the buffer holds {size}")
+    total = reader.total
     if start + total != size:
         what = "truncated message" if start + total > size else "trailing bytes after message"
-        raise FrameError(f"{what}: the prelude announces {count} frames of {total} bytes "
-                         f"from byte {start}, the buffer holds {size - start} after the prelude")
-    return slice_frames(view, lengths, start=start)
+        raise FrameError(f"{what}: the prelude announces {reader.count} frames of {total} "
+                         f"bytes from byte {start}, the buffer holds {size - start} after "
+                         f"the prelude")
+    return slice_frames(view, reader.lengths, start=start)
+
+
+def grown_buffer(size: int) -> memoryview:
+    """A FrameReader's buffer when nothing else is asked for: a bytearray (zeroed, so its
+    memory is committed as it is made: transports pass their own, see FrameReader)."""
+    return memoryview(bytearray(size))
+
+
+def populate_nothing(view: memoryview, start: int, stop: int) -> None:
+    """A FrameReader's page population when nothing else is asked for: none."""
+
+
+def new_lengths() -> "array.array[int]":
+    """An empty array of a prelude's frame lengths: 8 bytes each (a tuple of ints costs 40)."""
+    return array.array("Q")
 
 
 class FrameReader:
     # Docstring in api.CLASS_DOCS: mypyc drops class docstrings
     # (https://github.com/mypyc/mypyc/issues/437).
+    #
+    # Strategy: the one parser of framed streams, sans-I/O (as h11's). Bytes reach it two
+    # ways, and every reader of the package drives it: `feed(data)` copies them in (the
+    # public API, unpack_frames for its prelude), while transports read in place:
+    # next_buffer() hands out the span of the reader's own buffers where the stream's next
+    # bytes go, the transport reads into it (recv_into, read_into) and says how many
+    # arrived with received(n). It owns what a peer controls: the prelude's parsing, the
+    # Limits and check_views, where each frame lands (frame_start's layout, placed frames)
+    # and when memory is committed for it.
+    #
+    # Bounds, for a stream of R bytes received so far (what any peer can make it hold):
+    # - the prelude: its lengths in an array of 8 bytes each (grown as they arrive: at most
+    #   1/16 more), a partial field of under 8 bytes, and PRELUDE_SPAN_BYTES to read into;
+    # - the frames: feed grows a bytearray with the bytes (at most 1/8 more); in place, the
+    #   message's buffer is allocated only when its first frame bytes are to be read, by the
+    #   transport's `allocate` (transport.receive_buffer: numpy.empty's memory or an
+    #   anonymous mmap, neither written until the bytes come), and `populate` commits its
+    #   pages ahead of a read by at most the frame bytes already received, and READ_BYTES.
+    # So committed memory is at most about 2 R plus a constant (a page, or the 2 MiB huge
+    # page numpy.empty asks for from 4 MiB on), whatever the prelude announces; a stalled
+    # connection costs no more than its prelude. The frames' views, made when the message
+    # is complete, cost at most 3 R (check_views).
 
     def __init__(self, limits: Optional[Limits] = None) -> None:
         check_optional(limits, Limits, "limits")
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
-        self.head = bytearray()  # the part of a prelude field received so far
+        # In-place reading: how a message's buffer is made and its pages committed (set by
+        # the transports; see the bounds above).
+        self.allocate: Callable[[int], memoryview] = grown_buffer
+        self.populate: Callable[[memoryview, int, int], None] = populate_nothing
+        self.head = bytearray()  # the start of a prelude field (under 8 bytes)
+        self.scratch = bytearray()  # where a transport reads prelude bytes into
         self.count = -1  # frame count of the current message, -1 until it is known
-        self.lengths: tuple[int, ...] = ()
-        self.gaps = False  # whether body has gaps that align frames (frame_layout)
-        # The run whose bytes come next: frames `frame` to `last` - 1, which follow one
-        # another without a gap from `start` to `stop` in body (appended in one go).
-        self.frame = 0
-        self.last = 0
-        self.start = 0
-        self.stop = 0
-        # None until the prelude is complete; grown as bytes arrive, never ahead of them.
-        self.body: Optional[bytearray] = None
+        self.lengths = new_lengths()  # its frame lengths so far
+        self.framing = False  # True once the prelude is complete, until the message is
+        self.total = 0  # bytes of its frames
+        self.gaps = False  # whether its buffer has gaps that align frames (frame_layout)
+        self.size = 0  # bytes of its buffer (frame_layout)
+        # Where the next frame bytes go: frame `index`, which ends at `end` of the buffer,
+        # from `pos`; the span handed out next ends at `span_stop` (0: not yet chosen).
+        self.index = 0
+        self.end = 0
+        self.pos = 0
+        self.span_stop = 0
+        self.received_frames = 0  # frame bytes of the message received
+        self.populated = 0  # the buffer's pages are committed up to here
+        self.body: Optional[bytearray] = None  # feed's buffer, grown with the bytes
+        self.view: Optional[memoryview] = None  # the in-place buffer, once allocated
         self.error: Optional[str] = None
 
     @property
     def pending(self) -> bool:
         """True when bytes of a message that is not yet complete have been received: a
         stream that ends now ends inside a message."""
-        return self.body is not None or self.count >= 0 or len(self.head) > 0
+        return self.framing or self.count >= 0 or len(self.head) > 0
 
     def feed(self, data: Frame) -> list[list[memoryview]]:
         """Take the next bytes of the stream (of any length, even empty).
@@ -315,107 +339,223 @@ class FrameReader:
         its message's bytes pay views for (check_views), or if it raised before.
         """
         view = byte_view(data)
-        if self.error is not None:
-            raise FrameError(f"FrameReader failed earlier and cannot resume: {self.error}")
+        self.check_usable()
         try:
             return self.consume(view)
         except FrameError as exc:
             self.error = str(exc)
             raise
 
+    def check_usable(self) -> None:
+        if self.error is not None:
+            raise FrameError(f"FrameReader failed earlier and cannot resume: {self.error}")
+
     def consume(self, view: memoryview) -> list[list[memoryview]]:
         messages: list[list[memoryview]] = []
         pos = 0
         end = view.nbytes
         while True:
-            body = self.body
-            if body is None:
+            if not self.framing:
                 if pos == end:
                     break
-                pos = self.read_prelude(view, pos, end)
-                body = self.body
-                if body is None:
+                pos = self.take_prelude(view, pos, end)
+                if not self.framing:
                     break  # the prelude continues in the next bytes
-            pos = self.fill(body, view, pos, end)
-            if self.frame < len(self.lengths):
+            while self.index < self.count and pos < end:
+                if self.view is not None:  # a transport read this message in place so far
+                    span = self.next_span()
+                    take = min(span.nbytes, end - pos)
+                    span[:take] = view[pos:pos + take]
+                else:
+                    body = self.body
+                    if body is None:
+                        body = self.body = bytearray()
+                    start = self.pos
+                    if len(body) < start:
+                        body += ALIGNMENT_GAPS[start - len(body)]
+                    take = min(self.span_end() - start, end - pos)
+                    body += view[pos:pos + take]
+                self.advance(take)
+                pos += take
+            if self.index < self.count:
                 break  # the frames continue in the next bytes
-            # Complete (a message without frame bytes completes with its prelude).
-            messages.append(slice_frames(memoryview(body), self.lengths, 0, self.gaps, True))
-            self.count = -1
-            self.body = None
+            messages.append(self.complete())
         return messages
 
-    def fill(self, body: bytearray, view: memoryview, pos: int, end: int) -> int:
-        """Append the stream's bytes from `pos` to `body`, each run of frames from its
-        aligned offset on (one append per run, not per frame), until the message or the
-        bytes end; returns the position reached."""
-        while self.frame < len(self.lengths):
-            stop = self.stop
-            if len(body) < stop:
-                if pos == end:
-                    break
-                start = self.start
-                if len(body) < start:
-                    body += ALIGNMENT_GAPS[start - len(body)]
-                take = min(stop - len(body), end - pos)
-                body += view[pos:pos + take]
-                pos += take
-                if len(body) < stop:
-                    break
-            self.next_run(self.last)
-        return pos
+    def next_buffer(self) -> memoryview:
+        """Where the stream's next bytes go: a writeable span of the reader's buffers (of
+        at most READ_BYTES, never past the current message), for a transport to read into
+        in place; then it calls received() with how many bytes it wrote there. Raises
+        FrameError if the reader failed before."""
+        self.check_usable()
+        if not self.framing:
+            need = WORD - len(self.head) if self.count < 0 else \
+                WORD * (self.count - len(self.lengths)) - len(self.head)
+            size = min(need, PRELUDE_SPAN_BYTES)
+            if len(self.scratch) < size:
+                self.scratch = bytearray(size)
+            return memoryview(self.scratch)[:size]
+        if self.body is not None:
+            raise ValueError("FrameReader: a message begun by feed() continues by feed()")
+        return self.next_span()
 
-    def next_run(self, frame: int) -> None:
-        """Make `frame`, with the frames after it that follow it without a gap, the run
-        whose bytes come next (the run before it ended at self.stop)."""
-        lengths = self.lengths
-        self.frame = frame
-        if frame < len(lengths):
-            start = frame_start(self.stop, lengths[frame])
-            stop = start + lengths[frame]
-            last = frame + 1
-            while last < len(lengths) and frame_start(stop, lengths[last]) == stop:
-                stop += lengths[last]
-                last += 1
-            self.start = start
-            self.stop = stop
-            self.last = last
+    def received(self, count: int) -> Optional[list[memoryview]]:
+        """Take the `count` bytes a transport wrote at the start of the span next_buffer()
+        handed out. Returns the message's frames (as feed does) if they complete it, else
+        None. Raises FrameError as feed does."""
+        self.check_usable()
+        try:
+            if not self.framing:
+                self.take_prelude(memoryview(self.scratch), 0, count)
+            else:
+                self.advance(count)
+            if self.framing and self.index >= self.count:
+                return self.complete()
+            return None
+        except FrameError as exc:
+            self.error = str(exc)
+            raise
 
-    def read_prelude(self, view: memoryview, pos: int, end: int) -> int:
+    def where(self) -> str:
+        """Where in a message the bytes received so far end, for errors about a stream cut
+        short there."""
+        if not self.framing:
+            if self.count < 0:
+                return (f"the prelude: {len(self.head)} of the {WORD} bytes of the frame count "
+                        f"received")
+            got = WORD * (1 + len(self.lengths)) + len(self.head)
+            return (f"the prelude: {got} of {WORD * (self.count + 1)} bytes received "
+                    f"({self.count} frame lengths announced)")
+        got = self.received_frames
+        return f"{frame_holding(self.lengths, got)}: {got} of the {self.total} frame bytes received"
+
+    def take_prelude(self, view: memoryview, pos: int, end: int) -> int:
+        """Read prelude bytes from `pos` of `view` (up to `end`); returns the position
+        reached: the prelude's end if it is complete there (then `framing`), else `end`."""
         if self.count < 0:
-            field, pos = self.gather(view, pos, end, WORD)
-            if field is None:
+            head = self.head
+            take = min(WORD - len(head), end - pos)
+            if not head and take == WORD:
+                count = COUNT.unpack_from(view, pos)[0]  # all here: read in place
+            else:
+                head += view[pos:pos + take]
+                if len(head) < WORD:
+                    return end
+                count = COUNT.unpack_from(head, 0)[0]
+                self.head = bytearray()
+            pos += take
+            self.count = check_count(count, self.limits)
+        lengths = self.lengths
+        missing = self.count - len(lengths)
+        head = self.head
+        if head and missing:  # a length begun in earlier bytes
+            take = min(WORD - len(head), end - pos)
+            head += view[pos:pos + take]
+            pos += take
+            if len(head) < WORD:
                 return pos
-            self.count = check_count(COUNT.unpack_from(field, 0)[0], self.limits)
-        raw: Frame = b""
-        if self.count > 0:
-            field, pos = self.gather(view, pos, end, WORD * self.count)
-            if field is None:
-                return pos
-            raw = field
-        self.lengths = prelude_lengths(raw, 0, self.count, self.limits)[0]
-        self.gaps, size = frame_layout(self.lengths)
-        if self.gaps:
-            self.stop = 0
-            self.next_run(0)
-        else:  # the frames lie end to end: one run
-            self.frame = 0
-            self.last = len(self.lengths)
-            self.start = 0
-            self.stop = size
-        self.body = bytearray()
+            lengths.frombytes(head)
+            self.head = bytearray()
+            missing -= 1
+        words = min(missing, (end - pos) // WORD)
+        if words:
+            lengths.frombytes(view[pos:pos + WORD * words])
+            pos += WORD * words
+            missing -= words
+        if missing:
+            self.head += view[pos:end]  # under WORD bytes
+            return end
+        self.start_frames()
         return pos
 
-    def gather(self, view: memoryview, pos: int, end: int,
-               need: int) -> tuple[Optional[memoryview], int]:
-        """A prelude field of `need` bytes and the position after it, or None and `end`
-        while it is incomplete (its start is then kept in `head`)."""
-        head = self.head
-        if not head and end - pos >= need:
-            return view[pos:pos + need], pos + need  # all here: read in place, no copy
-        take = min(need - len(head), end - pos)
-        head += view[pos:pos + take]
-        if len(head) < need:
-            return None, end
-        self.head = bytearray()  # the view below keeps the completed field alive
-        return memoryview(head), pos + take
+    def start_frames(self) -> None:
+        """The prelude is complete: check it, and make its first frame the next."""
+        lengths = self.lengths
+        if BIG_ENDIAN:
+            lengths.byteswap()  # the prelude is little-endian
+        self.total = check_lengths(lengths, self.limits)
+        self.gaps, self.size = frame_layout(lengths)
+        self.framing = True
+        self.received_frames = self.pos = self.populated = self.span_stop = 0
+        self.index = -1
+        self.end = 0
+        self.next_frame()
+
+    def next_frame(self) -> None:
+        """Move to the next frame that has bytes still to come (past empty frames)."""
+        lengths = self.lengths
+        count = self.count
+        index = self.index + 1
+        end = self.end
+        while index < count:
+            length = lengths[index]
+            start = frame_start(end, length)
+            end = start + length
+            if length:
+                if start > self.pos:  # an alignment gap: never written
+                    self.pos = start
+                break
+            index += 1
+        self.index = index
+        self.end = end
+
+    def span_end(self) -> int:
+        """Where the span that starts at `pos` ends: at the end of its frame when that is
+        ALIGNED_FRAME_BYTES or more (tornado fills a read per frame faster; see
+        fastser.dask), else after the small frames that follow it without a gap; at most
+        READ_BYTES on. Chosen once per span: a stream that trickles in byte by byte does
+        not rescan its frames."""
+        if self.span_stop > self.pos:
+            return self.span_stop
+        lengths = self.lengths
+        limit = self.pos + READ_BYTES
+        stop = self.end
+        if lengths[self.index] < ALIGNED_FRAME_BYTES:
+            index = self.index + 1
+            while stop < limit and index < self.count and \
+                    lengths[index] < ALIGNED_FRAME_BYTES:
+                stop += lengths[index]
+                index += 1
+        stop = min(stop, limit)
+        self.span_stop = stop
+        return stop
+
+    def next_span(self) -> memoryview:
+        """The span of the in-place buffer that the next frame bytes go to, allocated and
+        its pages committed as the bounds in the Strategy allow."""
+        view = self.view
+        if view is None:
+            view = self.view = self.allocate(self.size)
+        start = self.pos
+        stop = self.span_end()
+        # Committed ahead of the bytes by at most as many as arrived: a prelude announcing
+        # gigabytes, then silence, commits nothing.
+        ahead = min(stop, start + self.received_frames)
+        if ahead > self.populated:
+            self.populate(view, max(start, self.populated), ahead)
+            self.populated = ahead
+        return view[start:stop]
+
+    def advance(self, count: int) -> None:
+        """`count` more frame bytes arrived, at `pos` on."""
+        self.received_frames += count
+        pos = self.pos + count
+        self.pos = pos
+        while self.index < self.count and pos >= self.end:
+            self.next_frame()
+            pos = self.pos
+
+    def complete(self) -> list[memoryview]:
+        """The current message's frames (its bytes have all arrived); the next begins."""
+        view = self.view
+        if view is None:
+            body = self.body
+            view = memoryview(body if body is not None else bytearray())
+        # Zero-copy: the frames are slices of the message's own buffer.
+        frames = slice_frames(view, self.lengths, 0, self.gaps, True)
+        self.count = -1
+        self.lengths = new_lengths()
+        self.framing = False
+        self.body = None
+        self.view = None
+        return frames

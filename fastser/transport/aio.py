@@ -1,9 +1,7 @@
 """Messages over asyncio streams, compiled: write_msg writes the prelude and frames to a
-StreamWriter, read_msg reads one message from a StreamReader. Sits on frames.stream and codec.defaults;
-the public fastser.aio (not compiled) documents and calls these.
-
-Rule: the prelude is checked against the decoder's Limits before anything is read or
-allocated for what it announces.
+StreamWriter, read_msg moves a StreamReader's bytes into the buffers of a
+frames.stream.FrameReader, which parses and checks them. Sits on frames.stream, codec.defaults
+and transport; the public fastser.aio (not compiled) documents and calls these.
 """
 
 import asyncio
@@ -13,10 +11,9 @@ from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
 from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
-from fastser.errors import FrameError, chained
-from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_holding,
-                                   frame_runs, pack_frames_prelude, prelude_lengths,
-                                   slice_runs)
+from fastser.frames.stream import coalesce, pack_frames_prelude
+from fastser.transport.receive_buffer import in_place_reader
+from fastser.transport.sock import truncated
 
 # write_msg waits for the transport to drain once this many bytes were handed to it (after
 # each frame of this size or more, at the latest), so the transport buffers about one large
@@ -47,39 +44,24 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
     # Documented in aio.py (not compiled): mypyc drops function docstrings.
     check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
-    limits = decoder.limits
-    try:
-        head = await reader.readexactly(WORD)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            raise chained(EOFError("the stream ended before a message"), exc)
-        raise chained(FrameError(f"the stream ended inside the prelude: {len(exc.partial)} of "
-                                 f"the {WORD} bytes of the frame count received"), exc)
-    count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    try:
-        raw = b""
-        if count:
-            size = WORD * count  # bounded by Limits.max_frames, checked above
-            try:
-                raw = await reader.readexactly(size)
-            except asyncio.IncompleteReadError as exc:
-                raise chained(FrameError(
-                    f"the stream ended inside the prelude: {WORD + len(exc.partial)} of "
-                    f"{WORD + size} bytes received ({count} frame lengths announced)"), exc)
-        lengths, total = prelude_lengths(raw, 0, count, limits)
-        received: list[bytes] = []
-        got = 0
-        for start, stop in frame_runs(lengths):
-            # One bytes object per run of frames: each starts 16-byte aligned in memory.
-            try:
-                received.append(await reader.readexactly(stop - start))
-            except asyncio.IncompleteReadError as exc:
-                got += len(exc.partial)
-                raise chained(FrameError(
-                    f"the stream ended inside {frame_holding(lengths, got)}: "
-                    f"{got} of the {total} frame bytes received"), exc)
-            got += stop - start
-    except ConnectionResetError as exc:
-        raise chained(FrameError("the connection was reset inside a message"), exc)
-    # Zero-copy: the frames are the bytes objects the StreamReader returned, or slices of them.
-    return decoder.loads(slice_runs(received, lengths))
+    frame_reader = in_place_reader(decoder.limits)
+    while True:
+        # The reader says where the next bytes go (never past this message) and parses
+        # them; a StreamReader cannot read into a buffer, so they are copied there.
+        span = frame_reader.next_buffer()
+        try:
+            data = await reader.read(span.nbytes)
+        except ConnectionResetError as exc:
+            if not frame_reader.pending:
+                raise  # not inside a message: the stream's own error
+            raise truncated(frame_reader.where(), exc)
+        received = len(data)
+        if received == 0:
+            if not frame_reader.pending:
+                raise EOFError("the stream ended before a message")
+            raise truncated(frame_reader.where(), None)
+        span[:received] = data
+        frames = frame_reader.received(received)
+        if frames is not None:
+            # Zero-copy: the frames are slices of the one buffer the bytes were copied into.
+            return decoder.loads(frames)

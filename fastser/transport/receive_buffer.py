@@ -1,14 +1,20 @@
 """Where a received message's bytes go: one writeable buffer per message, chosen by its size,
-and its pages faulted in just ahead of each read. Used by transport.sock and fastser.dask.
+and its pages faulted in just ahead of each read. Used by transport.sock, transport.aio and
+fastser.dask.
 
 Rule: nothing here commits memory for bytes that have not arrived: a prelude that passes the
-Limits may announce gigabytes, and a large buffer's pages are populated one read's span at a
-time.
+Limits may announce gigabytes; frames.stream.FrameReader asks for a buffer, and for its pages
+to be populated, no further ahead than its bounds allow.
 """
 
 import mmap
 import sys
 from typing import Final
+
+# READ_BYTES: the most a reader asks for a read, and so populates ahead of the bytes; kept
+# here too for the readers that choose spans themselves (benchmarks/comm_receive.py).
+from fastser.frames.stream import READ_BYTES as READ_BYTES, FrameReader
+from fastser.limits import Limits
 
 # Messages of this size or more are received into an anonymous mmap, whose pages are
 # committed only as data arrives, so a prelude that passes the Limits does not make us
@@ -17,12 +23,20 @@ from typing import Final
 # messages freed (glibc's mmap threshold rises as large blocks are freed, up to 32 MiB on
 # 64-bit): 8 MiB took 5.8x as long into a (shared) mmap.
 MMAP_BYTES: Final = 32 * 2**20
-# The most one read into a receive buffer asks for, and so how far ahead of the bytes that
-# arrived its pages are faulted in (populate). fastser.dask reads a frame at a time, in
-# reads of this size (tornado fills smaller reads faster: see there).
-READ_BYTES: Final = 2**20
+# Without numpy, buffers under this size are bytearrays, whose memory is committed (zeroed)
+# as they are made, before the bytes come: a prelude may announce this much for nothing.
+BYTEARRAY_BYTES: Final = 2**16
 # madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14), which Python's mmap module does not name.
 POPULATE_WRITE: Final = 23
+
+
+def in_place_reader(limits: Limits) -> FrameReader:
+    """A FrameReader for a transport that reads into its buffers in place: these buffers,
+    populated ahead of each read (READ_BYTES, frames.stream's, at most)."""
+    reader = FrameReader(limits)
+    reader.allocate = receive_buffer
+    reader.populate = populate
+    return reader
 
 
 def receive_buffer(size: int) -> memoryview:
@@ -30,14 +44,17 @@ def receive_buffer(size: int) -> memoryview:
     private anonymous memory (anonymous_memory); below, with numpy loaded, an array from
     numpy.empty, as distributed's own reader allocates (never zeroed, unlike a bytearray:
     on a Dask cluster, 40 transfers of 8 MiB took 0.90x tcp://'s time into numpy.empty's
-    buffers, 1.20x into bytearrays), else a bytearray. numpy is used, never imported:
-    fastser loads it only for arrays. The bytes outside the frames (alignment gaps) are
-    never read."""
+    buffers, 1.20x into bytearrays), else a bytearray under BYTEARRAY_BYTES and
+    anonymous memory from there. numpy is used, never imported: fastser loads it only for
+    arrays. None of them is written here (but a small bytearray), so memory is committed as
+    the bytes arrive. The bytes outside the frames (alignment gaps) are never read."""
     if size >= MMAP_BYTES:
         return memoryview(anonymous_memory(size))
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         return memoryview(numpy.empty(size, numpy.uint8))
+    if size >= BYTEARRAY_BYTES:
+        return memoryview(anonymous_memory(size))
     return memoryview(bytearray(size))
 
 

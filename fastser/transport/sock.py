@@ -1,10 +1,8 @@
 """Messages over a blocking socket, compiled: send_msg writes the prelude and frames with
-scatter-gather I/O, recv_msg reads them into one buffer of its own (transport.receive_buffer).
+scatter-gather I/O, recv_msg moves bytes with recv_into into the buffers of a
+frames.stream.FrameReader, which parses and checks them (transport.receive_buffer's memory).
 Sits on frames.stream, codec.defaults and receive_buffer; the public fastser.sock (not
 compiled) documents and calls these.
-
-Rule: the prelude is checked against the decoder's Limits before anything is allocated for
-what it announces; the frames are then read with recv_into straight into their one buffer.
 """
 
 import os
@@ -17,10 +15,8 @@ from fastser.codec.decoder import Decoder
 from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
 from fastser.errors import FrameError, chained
-from fastser.frames.stream import (COUNT, WORD, check_count, coalesce, frame_holding,
-                                   frame_layout, frame_runs, pack_frames_prelude,
-                                   prelude_lengths, slice_frames)
-from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
+from fastser.frames.stream import coalesce, pack_frames_prelude
+from fastser.transport.receive_buffer import in_place_reader
 
 
 def iov_max() -> int:
@@ -111,57 +107,24 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
     # Documented in sock.py (not compiled): mypyc drops function docstrings.
     check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
-    limits = decoder.limits
-    head = bytearray(WORD)
-    got, reset = recv_full(sock, memoryview(head))
-    if got == 0:
-        if reset is not None:
-            raise reset  # not inside a message: the socket's own error
-        raise EOFError("the stream ended before a message")
-    if got < WORD:
-        where = f"the prelude: {got} of the {WORD} bytes of the frame count received"
-        raise truncated(where, reset)
-    count = check_count(COUNT.unpack_from(head, 0)[0], limits)
-    size = WORD * count  # bounded by Limits.max_frames, checked above
-    raw = bytearray(size)
-    got, reset = recv_full(sock, memoryview(raw))
-    if got < size:
-        where = (f"the prelude: {WORD + got} of {WORD + size} bytes received "
-                 f"({count} frame lengths announced)")
-        raise truncated(where, reset)
-    lengths, total = prelude_lengths(raw, 0, count, limits)
-    gaps, size = frame_layout(lengths)
-    view = receive_buffer(size)
-    got = 0
-    for start, stop in frame_runs(lengths):  # each large frame at an aligned offset
-        for piece in range(start, stop, READ_BYTES):
-            end = min(piece + READ_BYTES, stop)
-            populate(view, piece, end)
-            received, reset = recv_full(sock, view[piece:end])
-            got += received
-            if received < end - piece:
-                where = (f"{frame_holding(lengths, got)}: {got} of the {total} frame bytes "
-                         f"received")
-                raise truncated(where, reset)
-    # Zero-copy: the frames are slices of the one buffer the bytes were received into.
-    return decoder.loads(slice_frames(view, lengths, 0, gaps, True))
-
-
-def recv_full(sock: socket.socket,
-              view: memoryview) -> tuple[int, Optional[ConnectionResetError]]:
-    """Fill `view` with recv_into calls. Returns how many bytes arrived before the stream
-    ended, and the error if it ended by a connection reset."""
-    size = view.nbytes
-    got = 0
-    try:
-        while got < size:
-            received = sock.recv_into(view[got:got + MAX_IO_BYTES])
-            if received == 0:
-                break
-            got += received
-    except ConnectionResetError as exc:
-        return got, exc
-    return got, None
+    reader = in_place_reader(decoder.limits)
+    while True:
+        # The reader says where the next bytes go (never past this message) and parses them.
+        span = reader.next_buffer()
+        try:
+            received = sock.recv_into(span)
+        except ConnectionResetError as exc:
+            if not reader.pending:
+                raise  # not inside a message: the socket's own error
+            raise truncated(reader.where(), exc)
+        if received == 0:
+            if not reader.pending:
+                raise EOFError("the stream ended before a message")
+            raise truncated(reader.where(), None)
+        frames = reader.received(received)
+        if frames is not None:
+            # Zero-copy: the frames are slices of the one buffer the bytes were read into.
+            return decoder.loads(frames)
 
 
 def truncated(where: str, reset: Optional[ConnectionResetError]) -> FrameError:
