@@ -51,6 +51,10 @@ DEFAULT_SPLIT_SIZE: Final = 64 * 2**20
 MIN_SPLIT_SIZE: Final = 64
 PICKLE_ONLY: Final = ("pickle",)
 VERSION_BYTE: Final = bytes([WIRE_VERSION])
+# Packers are not thread-safe; list.pop/append are atomic, so each dumps call takes its own
+# from this pool, shared by every Encoder: an Encoder made per connection (fastser.dask's)
+# costs no buffers of its own, and the pool holds as many pairs as calls ever ran at once.
+PACKERS: Final[list[Packers]] = []
 
 
 class EncodeState:
@@ -88,13 +92,10 @@ class Encoder:
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
         self.max_depth: int = DEFAULT_MAX_DEPTH
-        # Packers are not thread-safe; list.pop/append are atomic, so each call takes its
-        # own from this pool and a shared Encoder stays safe across threads.
-        self.packers: list[Packers] = []
 
     def dumps(self, msg: Any) -> list[Frame]:
         try:
-            packers = self.packers.pop()  # atomic; a check first could race another thread
+            packers = PACKERS.pop()  # atomic; a check first could race another thread
         except IndexError:
             packers = Packers()
         state = EncodeState(packers)
@@ -109,7 +110,7 @@ class Encoder:
             raise chained(SerializationError(f"{exc.reason} at {where}"), exc.__cause__)
         finally:
             # A Packer with autoreset empties its buffer after a failed pack() too.
-            self.packers.append(packers)
+            PACKERS.append(packers)
         return state.frames
 
     def encode(self, obj: object, depth: int, state: EncodeState) -> object:
