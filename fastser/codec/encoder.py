@@ -22,7 +22,7 @@ from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
                                    SERIALIZED_MARK, ext)
 from fastser.codec.paths import find_path
-from fastser.codec.payload_frames import OBJECT_FAMILY, add_frame, compress_objects, frame_refs
+from fastser.codec.payload_frames import OBJECT_FAMILY, add_frame, frame_refs
 from fastser.codec.tuple_leads import escaped_header, leads_like_a_tuple
 from fastser.codec.wire import (EXT_BIGINT, EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
@@ -34,7 +34,7 @@ from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnErr
                                         serialize_with)
 from fastser.frames.compression import check_compression, compress_payload, maybe_compress
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
-from fastser.limits import DEFAULT_MAX_DEPTH
+from fastser.limits import DEFAULT_MAX_DEPTH, object_inflate_bound
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
 MIN_INT64: Final = -(2**63)
@@ -336,10 +336,11 @@ class Encoder:
         if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
             code = EXT_SERIALIZED
         elif self.compression is not None and HEADER_COMPRESSION not in header:
-            if header.get(HEADER_SERIALIZER) == OBJECT_FAMILY:
-                payload = compress_objects(header, payload, self.compression)
-            else:
-                payload = compress_payload(header, payload, self.compression)
+            # A msgpack payload stays uncompressed where a decoder would refuse to inflate
+            # it (each inflated byte becomes objects): fastser never writes what it refuses.
+            bound = object_inflate_bound if header.get(HEADER_SERIALIZER) == OBJECT_FAMILY \
+                else None
+            payload = compress_payload(header, payload, self.compression, bound)
         return self.record(code, header, payload, state, obj)
 
 

@@ -9,7 +9,7 @@ from typing import Any, Final, Optional, Union
 
 from fastser.buffers import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.errors import DeserializationError, shown
-from fastser.frames.compression import compression_names, decompress, maybe_compress
+from fastser.frames.compression import compression_names, decompress
 from fastser.frames.split import merge_frames, split_frames
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
 from fastser.limits import OBJECT_INFLATE_SLACK, Limits, object_inflate_bound
@@ -44,24 +44,6 @@ def frame_refs(payload: list[Frame], frames: list[Frame], split_size: int) -> li
         else:
             refs.append(add_frame(frame, frames, split_size))
     return refs
-
-
-def compress_objects(header: Header, payload: list[Frame], compression: str) -> list[Frame]:
-    """compress_payload for a msgpack-family payload: a frame stays uncompressed where its
-    compressed form would inflate past what a decoder allows such a frame
-    (limits.object_inflate_bound), so that fastser never writes what it refuses."""
-    names: list[Optional[str]] = []
-    frames: list[Frame] = []
-    for frame in payload:
-        name, out = maybe_compress(frame, compression)
-        if name is not None and nbytes(frame) > object_inflate_bound(nbytes(out)):
-            name, out = None, frame
-        names.append(name)
-        frames.append(out)
-    if any(name is not None for name in names):
-        header[HEADER_COMPRESSION] = names
-        return frames
-    return payload
 
 
 def where(refs: list[Any]) -> str:

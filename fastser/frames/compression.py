@@ -11,6 +11,7 @@ which announces nothing, is fed in bounded slices and inflated in bounded steps.
 
 import importlib
 import zlib
+from collections.abc import Callable
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_str
@@ -272,13 +273,19 @@ def decompress_frames(compression: Any, frames: list[Frame], max_bytes: int) -> 
     return out
 
 
-def compress_payload(header: Header, payload: list[Frame], compression: str) -> list[Frame]:
+def compress_payload(header: Header, payload: list[Frame], compression: str,
+                     inflate_bound: Optional[Callable[[int], int]] = None) -> list[Frame]:
     """The payload with every frame that compresses well compressed; the header's
-    "compression" lists what each frame went through (only when one did)."""
+    "compression" lists what each frame went through (only when one did). With
+    `inflate_bound`, a frame stays as it is where its size is past
+    inflate_bound(compressed size): what a decoder allows such a frame to inflate to."""
     names: list[Optional[str]] = []
     frames: list[Frame] = []
-    for frame in payload:
-        name, frame = maybe_compress(frame, compression)
+    for original in payload:
+        name, frame = maybe_compress(original, compression)
+        if name is not None and inflate_bound is not None and \
+                byte_view(original).nbytes > inflate_bound(len(frame)):
+            name, frame = None, original
         names.append(name)
         frames.append(frame)
     if any(name is not None for name in names):
