@@ -45,4 +45,8 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "== distributed's own tests skipped: none at $peer (set FASTSER_PEER_TESTS)"
 fi
+echo "== the documentation site: mkdocs build --strict (scripts/docs.sh)"
+site=$(mktemp -d)
+bash "$repo/scripts/docs.sh" --quiet -d "$site" || status=$?
+rm -rf "$site"
 exit $status

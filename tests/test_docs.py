@@ -1,6 +1,8 @@
-"""The docs match the code: every public name is in docs/api.md with the signature the code
-has, every public function and class keeps a docstring in this build, and every ```python
-block of README.md and docs/api.md runs.
+"""The docs match the code: every public name has an entry in the API reference
+(docs/api.md, whose entries mkdocstrings generates from the source), the signature the site
+reads from the source is the one this build has, every public function and class keeps a
+docstring in this build, every command of `python -m fastser` is described, and every
+```python block of README.md and of the site's pages runs.
 
 The docs are read from the source tree next to this directory (tests/../docs), never from
 the installed package, so this runs against either installed build.
@@ -8,13 +10,13 @@ the installed package, so this runs against either installed build.
 
 import ast
 import functools
+import importlib
 import inspect
 import pathlib
 import re
-import typing
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -23,13 +25,20 @@ import fastser.__main__
 from fastser import aio, sock
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-API = ROOT / "docs" / "api.md"
+DOCS = ROOT / "docs"
+API = DOCS / "api.md"
+SOURCE = ROOT / "fastser"
 README = ROOT / "README.md"
+# Pages whose examples need more than this process: a Dask cluster, a scheduler's address.
+NOT_RUN = {DOCS / "dask.md"}
 ADAPTERS = (sock, aio)
 # Methods of public classes that are part of the API (the classes' other methods are not).
 METHODS = ["Encoder.dumps", "Decoder.loads", "FrameReader.feed", "FrameReader.pending"]
 HEADING = re.compile(r"^### (.+?)\s*$", re.MULTILINE)
 FENCE = re.compile(r"^```(\S*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
+# A mkdocstrings entry: `::: fastser.Name`, then its indented options (`members: [a, b]`).
+DIRECTIVE = re.compile(r"^::: (\S+)\n((?:[ \t]+\S.*\n)*)", re.MULTILINE)
+MEMBERS = re.compile(r"^\s+members: \[(.*)\]\s*$", re.MULTILINE)
 
 
 def public_functions(module: ModuleType) -> list[str]:
@@ -53,11 +62,22 @@ def cli_commands() -> list[str]:
     return [part.split()[0] for part in usage.split("|")]
 
 
-def entries() -> dict[str, str]:
-    """docs/api.md: each `### name` heading with the text up to the next heading."""
-    text = API.read_text(encoding="utf-8")
-    parts = HEADING.split(text)
-    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+def documented_names() -> set[str]:
+    """docs/api.md: the name of each `::: name` entry, and `name.member` for each member
+    it lists."""
+    names: set[str] = set()
+    for match in DIRECTIVE.finditer(API.read_text(encoding="utf-8")):
+        names.add(match.group(1))
+        members = MEMBERS.search(match.group(2))
+        if members:
+            names.update(f"{match.group(1)}.{member.strip()}"
+                         for member in members.group(1).split(","))
+    return names
+
+
+def headings() -> set[str]:
+    """docs/api.md's `### ...` headings (the commands of `python -m fastser`)."""
+    return set(HEADING.findall(API.read_text(encoding="utf-8")))
 
 
 def resolve(dotted: str) -> Any:
@@ -70,106 +90,142 @@ def resolve(dotted: str) -> Any:
     return obj
 
 
-def declaration(body: str) -> str:
-    """The first ```signature block of an entry, on one line."""
-    for language, code in FENCE.findall(body):
-        if language == "signature":
-            return " ".join(code.split())
-    raise AssertionError("no ```signature block")
-
-
 def bare(signature: inspect.Signature, drop_first: bool) -> inspect.Signature:
-    """A signature without annotations (the docs state types in prose), and without `self`."""
+    """A signature without annotations (both builds must agree on names, kinds and
+    defaults; the compiled one reports no annotations), and without `self`."""
     params = list(signature.parameters.values())[1 if drop_first else 0:]
-    return inspect.Signature([param.replace(annotation=inspect.Parameter.empty)
+    return inspect.Signature([param.replace(annotation=inspect.Parameter.empty,
+                                            kind=(inspect.Parameter.POSITIONAL_OR_KEYWORD
+                                                  if param.kind is inspect.Parameter.POSITIONAL_ONLY
+                                                  else param.kind))
                               for param in params])
 
 
-def evaluate(node: ast.expr) -> Any:
-    # The docs are ours: their defaults are plain expressions such as 64 * 2**20.
-    return eval(compile(ast.Expression(node), str(API), "eval"), {"Any": Any, **vars(typing)})
+def module_tree(module: str) -> ast.Module:
+    """The source of a fastser module, parsed (never its compiled file)."""
+    path = SOURCE.parent / module.replace(".", "/")
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
-def documented_signature(params: str) -> inspect.Signature:
-    """The signature written as `name(params)` in the docs, defaults evaluated."""
-    tree = ast.parse(f"def f({params}): pass").body[0]
-    assert isinstance(tree, ast.FunctionDef)
-    args = tree.args
+def find(body: list[ast.stmt], name: str, kind: type | tuple[type, ...]) -> Any:
+    """The def or class `name` among the statements of a body, or None."""
+    return next((node for node in body
+                 if isinstance(node, kind) and getattr(node, "name", None) == name), None)
+
+
+def signature_of(args: ast.arguments, namespace: dict[str, Any]) -> inspect.Signature:
+    """The signature a def declares, its defaults evaluated in its module's namespace."""
     kind = inspect.Parameter
+
+    def value(node: ast.expr) -> Any:
+        return eval(compile(ast.Expression(node), "<default>", "eval"), dict(namespace))
+
     positional: list[tuple[ast.arg, inspect._ParameterKind]] = [
         (a, kind.POSITIONAL_ONLY) for a in args.posonlyargs]
     positional += [(a, kind.POSITIONAL_OR_KEYWORD) for a in args.args]
     defaults: list[Any] = [kind.empty] * (len(positional) - len(args.defaults))
-    defaults += [evaluate(d) for d in args.defaults]
+    defaults += [value(d) for d in args.defaults]
     out = [kind(a.arg, k, default=d) for (a, k), d in zip(positional, defaults)]
     if args.vararg:
         out.append(kind(args.vararg.arg, kind.VAR_POSITIONAL))
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        out.append(kind(a.arg, kind.KEYWORD_ONLY,
-                        default=kind.empty if d is None else evaluate(d)))
+        out.append(kind(a.arg, kind.KEYWORD_ONLY, default=kind.empty if d is None else value(d)))
     if args.kwarg:
         out.append(kind(args.kwarg.arg, kind.VAR_KEYWORD))
     return inspect.Signature(out)
 
 
-def check_declaration(dotted: str, obj: Any, line: str) -> None:
-    """`line`, from the docs, against the object:
-    `[async ]name(params)`      a callable's signature (a method's without self);
-    `class Name(Base, ...)`     an exception class's bases;
-    `Name = expression`         a constant's value;
-    `Name: type`                a module attribute's type;
-    `name: type` (a property)   a property of a class."""
-    name = dotted.rsplit(".", 1)[1]
-    if isinstance(obj, property) or inspect.isgetsetdescriptor(obj):  # pure, compiled
-        assert line.partition(": ")[0] == name, f"{dotted}: expected '{name}: type'"
-        return
-    if line.startswith("class "):
-        match = re.fullmatch(rf"class {name}\((.*)\)", line)
-        assert match, f"{dotted}: expected 'class {name}(bases)', got {line!r}"
-        bases = [base.strip() for base in match.group(1).split(",")]
-        assert bases == [base.__name__ for base in obj.__bases__], dotted
-        return
-    match = re.fullmatch(rf"{name} = (.*)", line)
-    if match:
-        assert evaluate(ast.parse(match.group(1), mode="eval").body) == obj, dotted
-        return
-    match = re.fullmatch(rf"{name}: (\w+)", line)
-    if match:
-        assert type(obj).__name__ == match.group(1), dotted
-        return
-    match = re.fullmatch(rf"(async )?{name}\((.*)\)", line)
-    assert match, f"{dotted}: expected '{name}(params)', got {line!r}"
-    assert bool(match.group(1)) is inspect.iscoroutinefunction(obj), f"{dotted}: async?"
-    documented = documented_signature(match.group(2))
-    is_method = dotted.count(".") == 2 and inspect.isclass(resolve(dotted.rsplit(".", 1)[0]))
-    actual = bare(inspect.signature(obj), drop_first=is_method)
-    assert documented == actual, f"{dotted}: docs say {documented}, the code has {actual}"
+def bare_self(signature: inspect.Signature) -> inspect.Signature:
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+def dataclass_signature(node: ast.ClassDef, namespace: dict[str, Any]) -> inspect.Signature:
+    """The __init__ a @dataclass's annotated fields make."""
+    kind = inspect.Parameter
+    return inspect.Signature([
+        kind(field.target.id, kind.POSITIONAL_OR_KEYWORD,
+             default=kind.empty if field.value is None else eval(
+                 compile(ast.Expression(field.value), "<default>", "eval"), dict(namespace)))
+        for field in node.body
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)])
+
+
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def source_signature(dotted: str) -> Optional[tuple[inspect.Signature, bool]]:
+    """The signature the site shows for a documented callable, read from its def in the
+    source as griffe reads it (a class: its __init__, inherited or a dataclass's), and
+    whether the def is async; None for what has no def in fastser's source (an exception
+    class, a property, a constant)."""
+    obj = resolve(dotted)
+    owner = resolve(dotted.rsplit(".", 1)[0]) if dotted.count(".") == 2 else None
+    if inspect.isclass(owner):  # a method
+        node = find(module_tree(owner.__module__).body, owner.__name__, ast.ClassDef)
+        method = find(node.body, dotted.rsplit(".", 1)[1], FUNCTION_DEFS)
+        if method is None or any(isinstance(d, ast.Name) and d.id == "property"
+                                 for d in method.decorator_list):
+            return None
+        namespace = vars(importlib.import_module(owner.__module__))
+        return signature_of(method.args, namespace), isinstance(method, ast.AsyncFunctionDef)
+    if inspect.isclass(obj):
+        for klass in obj.__mro__:
+            if not klass.__module__.startswith("fastser"):
+                return None
+            namespace = vars(importlib.import_module(klass.__module__))
+            node = find(module_tree(klass.__module__).body, klass.__name__, ast.ClassDef)
+            init = find(node.body, "__init__", FUNCTION_DEFS)
+            if init is not None:  # the class's signature is its __init__'s without self
+                return bare_self(signature_of(init.args, namespace)), False
+            if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+                return dataclass_signature(node, namespace), False
+        return None
+    if inspect.isfunction(obj) or isinstance(obj, functools.partial):
+        module, name = obj.__module__, getattr(obj, "__name__")  # a partial's, from its def
+        node = find(module_tree(module).body, name, FUNCTION_DEFS)
+        assert node is not None, f"{dotted}: no def {name} in {module}"
+        return (signature_of(node.args, vars(importlib.import_module(module))),
+                isinstance(node, ast.AsyncFunctionDef))
+    return None
+
+
+def runtime_object(obj: Any) -> Any:
+    """What a call runs: behind a documented partial (dumps, loads: api.compiled_as), the
+    compiled function it calls, whose signature must be the documented one."""
+    return obj.func if isinstance(obj, functools.partial) else obj
 
 
 def test_api_documents_every_public_name() -> None:
-    documented = set(entries())
+    documented = documented_names()
     missing = [name for name in required_names() if name not in documented]
-    assert not missing, f"not in docs/api.md: {missing}"
+    assert not missing, f"no ::: entry in docs/api.md: {missing}"
 
 
 def test_api_documents_every_command() -> None:
-    documented = set(entries())
+    documented = headings()
     missing = [c for c in cli_commands() if f"python -m fastser {c}" not in documented]
     assert not missing, f"commands not in docs/api.md: {missing}"
 
 
 def test_every_documented_name_exists() -> None:
-    for dotted in entries():
-        if dotted.startswith("fastser"):
-            resolve(dotted)  # raises AttributeError for a stale entry
+    for dotted in documented_names():
+        resolve(dotted)  # raises AttributeError for a stale entry
 
 
 @pytest.mark.parametrize("dotted", required_names())
-def test_documented_signature_matches_the_code(dotted: str) -> None:
-    body = entries().get(dotted)
-    if body is None:
-        pytest.fail(f"{dotted} is not in docs/api.md")
-    check_declaration(dotted, resolve(dotted), declaration(body))
+def test_source_signature_matches_the_code(dotted: str) -> None:
+    """The site shows the signature of the source; the loaded build must have it."""
+    found = source_signature(dotted)
+    if found is None:
+        return
+    declared, is_async = found
+    obj = runtime_object(resolve(dotted))
+    is_method = dotted.count(".") == 2 and inspect.isclass(resolve(dotted.rsplit(".", 1)[0]))
+    actual = bare(inspect.signature(obj), drop_first=is_method)
+    assert bare(declared, drop_first=is_method) == actual, \
+        f"{dotted}: the source says {declared}, the loaded build has {actual}"
+    assert is_async is inspect.iscoroutinefunction(obj), f"{dotted}: async?"
 
 
 def is_function(obj: object) -> bool:
@@ -197,7 +253,7 @@ def test_public_functions_and_classes_have_docstrings(dotted: str, obj: Any) -> 
             assert f"\n{section}\n" in doc, f"{dotted}: no {section} section"
 
 
-# ---- every ```python block of README.md and docs/api.md runs
+# ---- every ```python block of README.md and of the site's pages runs
 
 
 def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
@@ -213,8 +269,12 @@ def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
 
 def examples() -> list[Any]:
     # Each block is compiled as if at its place in the file, so a traceback names the line.
-    return [pytest.param(path, "\n" * line + code, id=f"{path.name}:{line}")
-            for path in (README, API) for line, code in python_blocks(path)]
+    return [pytest.param(path, "\n" * line + code, id=f"{path.relative_to(ROOT)}:{line}")
+            for path in pages() for line, code in python_blocks(path)]
+
+
+def pages() -> list[pathlib.Path]:
+    return [README] + sorted(path for path in DOCS.rglob("*.md") if path not in NOT_RUN)
 
 
 def has_module(name: str) -> bool:
@@ -239,4 +299,5 @@ def test_example_runs(path: pathlib.Path, code: str, tmp_path: pathlib.Path,
 
 
 def test_examples_exist() -> None:
-    assert len(python_blocks(README)) >= 3 and len(python_blocks(API)) >= 3
+    assert len(python_blocks(README)) >= 3
+    assert sum(len(python_blocks(path)) for path in (DOCS / "guide").glob("*.md")) >= 10
