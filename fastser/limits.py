@@ -19,15 +19,15 @@ DEFAULT_MAX_HEADER_BYTES: Final = 64 * 2**20
 # Deeper than any real message, far below what overflows the C stack anywhere.
 DEFAULT_MAX_DEPTH: Final = 256
 # A compressed payload that msgpack turns into objects (the msgpack family's) may inflate
-# to at most 3/2 of its size, plus OBJECT_INFLATE_SLACK for all of a message's such frames:
-# each inflated byte can become ~82 bytes of objects (a msgpack map of nothing), so a
-# compressed byte buys at most ~123, no more than a header byte may. fastser's encoder
-# leaves such a frame uncompressed where compressing it would pass 3/2.
-OBJECT_INFLATE_SLACK: Final = 512 * 1024
+# to at most 3/2 of its size: each inflated byte can become ~100 bytes of objects (maps of
+# one int key nested in each other), so a compressed byte buys at most ~150, as a header byte
+# may. No allowance beyond that, not even per message: a fixed one buys a fixed amount of
+# objects for a few wire bytes. fastser's encoder leaves such a frame uncompressed where
+# compressing it would pass 3/2.
 
 
 def object_inflate_bound(compressed_bytes: int) -> int:
-    """How many bytes a compressed msgpack-family frame may inflate to, before the slack."""
+    """How many bytes a compressed msgpack-family frame may inflate to."""
     return compressed_bytes * 3 // 2
 
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import fastser
 from fastser import DeserializationError
+from fastser.errors import SenderError
 from strategies import examples, rounds
 
 MERSENNE = (1 << 61) - 1  # CPython hashes ints and floats modulo this prime
@@ -164,31 +165,33 @@ frames = [b"\\x01" + msgpack.packb([msgpack.ExtType(12, b""), header, [comp]])]
 ])
 def test_a_compressed_msgpack_payload_buys_no_more_than_header_bytes(name: str,
                                                                      compress: str) -> None:
-    # Each inflated byte of a msgpack payload becomes up to ~82 bytes of objects: such a
-    # frame may inflate to 3/2 of its size, plus 512 KiB per message, so a few KB cannot
-    # buy gigabytes.
+    # Each inflated byte of a msgpack payload becomes up to ~100 bytes of objects: such a
+    # frame may inflate to 3/2 of its size, so a few KB cannot buy gigabytes.
     pytest.importorskip({"zlib": "zlib", "zstd": "zstandard", "lz4": "lz4"}[name])
     code = COMPRESSED_MSGPACK.format(name=name, compress=compress)
     multiple = peak_multiple(code)
     assert multiple < 150 + (64 << 20) / 1000, multiple  # 150x the wire + 64 MiB
 
 
-def test_many_compressed_msgpack_frames_share_one_slack() -> None:
-    # Each frame inflates within 3/2 of its size plus what earlier frames left of 512 KiB:
-    # 100 frames of 100 KiB of empty maps each (a few hundred bytes compressed) pass only
-    # while the slack lasts.
+def test_a_compressed_msgpack_frame_has_no_allowance_past_three_halves() -> None:
+    # Not even a small one: a fixed allowance per frame or message buys a fixed amount of
+    # objects for a few wire bytes (100 KiB of empty maps: ~8 MiB of dicts from ~150 bytes).
     import zlib
-    inner = b"\xdd" + (100 * 1024).to_bytes(4, "big") + b"\x80" * (100 * 1024)
-    comp = zlib.compress(inner, 9)
+    for size in (1024, 100 * 1024):
+        inner = b"\xdd" + size.to_bytes(4, "big") + b"\x80" * size
+        record = [msgpack.ExtType(12, b""), {"serializer": "msgpack", "compression": ["zlib"]},
+                  [zlib.compress(inner, 9)]]
+        with pytest.raises(DeserializationError, match="3/2 of its size"):
+            fastser.loads([b"\x01" + msgpack.packb(record)], deserializers=["msgpack"])
+    # Within 3/2 it loads: random ints compress a little.
+    import random
+    ints = [random.randrange(2**40) for _ in range(20_000)]
+    packed = msgpack.packb(ints)
+    squeezed = zlib.compress(packed, 9)
+    assert len(packed) <= len(squeezed) * 3 // 2
     record = [msgpack.ExtType(12, b""), {"serializer": "msgpack", "compression": ["zlib"]},
-              [comp]]
-    for count, ok in ((4, True), (100, False)):
-        frames = [b"\x01" + msgpack.packb([record] * count)]
-        if ok:
-            assert len(fastser.loads(frames, deserializers=["msgpack"])) == count
-        else:
-            with pytest.raises(DeserializationError, match="may inflate to"):
-                fastser.loads(frames, deserializers=["msgpack"])
+              [squeezed]]
+    assert fastser.loads([b"\x01" + msgpack.packb(record)], deserializers=["msgpack"]) == ints
 
 
 def test_a_compressed_msgpack_payload_is_refused_and_what_fastser_writes_loads() -> None:
@@ -286,3 +289,48 @@ def test_colliding_keys_load_back_or_are_refused(msg: Any, lists: bool) -> None:
     assert largest_group(msg) <= 32
     if not lists:
         assert out == msg
+
+
+def test_record_keys_of_one_hash_are_refused() -> None:
+    # A Pickled or Serialized hashes by its family and frames: records in dict keys that
+    # differ only in their headers all collide, and are counted as keys.
+    for code in (7, 8):
+        keys = {msgpack.ExtType(code, msgpack.packb([{"serializer": "pickle", "n": i}, []])): 1
+                for i in range(2000)}
+        frames = [b"\x01" + msgpack.packb(keys)]
+        # A safe decoder keeps a pickled record as Pickled; a forwarding one keeps both.
+        safe = [fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)] if code == 8 else []
+        for decoder in safe + [fastser.Decoder(deserialize=False)]:
+            with pytest.raises(DeserializationError, match="distinct values of one hash"):
+                decoder.loads(frames)
+
+
+def test_float_keys_in_msgpack_payloads_and_record_keys_are_counted() -> None:
+    floats = colliding_floats(400)
+    inner = msgpack.packb(dict.fromkeys(floats))
+    payload = fastser.Serialized({"serializer": "msgpack"}, [inner])
+    with pytest.raises(DeserializationError, match="distinct values of one hash"):
+        fastser.loads(fastser.dumps(payload), deserializers=["msgpack"])
+    key = msgpack.ExtType(7, msgpack.packb([{"serializer": "msgpack",
+                                             "f": dict.fromkeys(floats)}, [inner[:1]]]))
+    with pytest.raises(DeserializationError, match="distinct values of one hash"):
+        fastser.loads([b"\x01" + msgpack.packb({key: 1})], deserialize=False)
+    # A few floats, or many as values, load.
+    few = fastser.Serialized({"serializer": "msgpack"},
+                             [msgpack.packb(dict.fromkeys(floats[:20]))])
+    assert len(fastser.loads(fastser.dumps(few), deserializers=["msgpack"])) == 20
+    values = fastser.Serialized({"serializer": "msgpack"}, [msgpack.packb(floats)])
+    assert fastser.loads(fastser.dumps(values), deserializers=["msgpack"]) == floats
+
+
+def test_an_error_payload_buys_a_bounded_text() -> None:
+    import zlib
+    text = "x" * (8 << 20) + "\U0001f600"
+    frame = zlib.compress(text.encode())
+    record = [msgpack.ExtType(12, b""), {"serializer": "error", "compression": ["zlib"]},
+              [frame]]
+    with pytest.raises(SenderError) as caught:
+        fastser.loads([b"\x01" + msgpack.packb(record)],
+                      deserializers=fastser.SAFE_DESERIALIZERS)
+    message = str(caught.value)
+    assert len(message) < 70_000 and f"[... {(8 << 20) + 4 - 65536} more bytes]" in message

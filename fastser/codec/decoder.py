@@ -22,11 +22,12 @@ from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
 from fastser.codec.collisions import HashCounter
 from fastser.codec.depth import (SCAN_DEPTH, deeper_than, float_key_hashes,
-                                 header_nests_deeper, holds_ext_minus_1, is_container)
+                                 header_nests_deeper, holds_ext_minus_1, is_container,
+                                 many_float_bytes)
 from fastser.codec.header import frame_list_of, header_body
 from fastser.codec.marks import (ARRAY_MARK, LIST_MARK, MARKS, Mark, PICKLED_MARK,
                                  SERIALIZED_MARK, SET_MARK, unpack, unpack_plain, unpack_ref)
-from fastser.codec.payload_frames import PayloadFrames, where
+from fastser.codec.payload_frames import OBJECT_FAMILY, PayloadFrames, where
 from fastser.codec.wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, EXT_BIGINT,
                                 EXT_BYTEARRAY, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_MEMORYVIEW, EXT_MEMORYVIEW_FRAME, EXT_PICKLED, EXT_SERIALIZED,
@@ -74,12 +75,8 @@ class Decoder:
                 "unknown extension type code -1 (msgpack's timestamp) in the header frame")
         state = DecodeState(self, frame_list, size)
         # Float keys are made by msgpack, out of any hook's reach: their hashes are counted
-        # from the bytes first, where a float may stand (a memchr each says most headers
-        # hold none).
-        if (0xcb in data or 0xca in data) and not float_key_hashes(data, state.hashes):
-            raise DeserializationError(
-                f"message nested deeper than Limits.max_depth={self.limits.max_depth} (or "
-                f"than the {SCAN_DEPTH} levels where float keys are counted)")
+        # from the bytes first, where enough floats may stand to collide.
+        state.count_float_keys(data)
         try:
             msg = unpack(body, state, state)
         except FastserError:
@@ -238,10 +235,15 @@ class DecodeState:
                 self.records_open += 1
             return mark
         if code == EXT_SERIALIZED or code == EXT_PICKLED:
+            # A record in a dict key or set item: what it reads back as is a key, its hash
+            # counted (a Pickled or Serialized hashes by its family and frames alone).
             header, frames = self.record(data)
             if code == EXT_SERIALIZED:
-                return self.serialized_record(header, frames)
-            return self.pickled_record(header, frames)
+                value = self.serialized_record(header, frames)
+            else:
+                value = self.pickled_record(header, frames)
+            self.hashes.count(value)
+            return value
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
@@ -263,6 +265,9 @@ class DecodeState:
     def record(self, data: bytes) -> tuple[Header, list[Frame]]:
         """A record in a dict key or set item: an extension type holding msgpack [header,
         refs] (an array cannot be hashed there)."""
+        # Its header's float keys, which msgpack makes unseen, counted as the header's are.
+        if 0xcb in data or 0xca in data:
+            self.count_float_keys(data)
         record = unpack_plain(data)
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
@@ -287,6 +292,10 @@ class DecodeState:
         decoder = self.decoder
         if decoder.deserialize:
             header, frames = self.payload().inflate_payload(header, frames)
+            if header.get(HEADER_SERIALIZER) == OBJECT_FAMILY:
+                # Its map keys are made by msgpack as the header's are: floats counted.
+                for frame in frames:
+                    self.count_float_keys(bytes_of(frame))
             return self.opened(deserialize_within(header, frames, decoder.deserializers,
                                                   decoder.limits.max_frame_bytes))
         if decoder.serialized_factory is not None:
@@ -307,6 +316,15 @@ class DecodeState:
                                                   decoder.limits.max_frame_bytes))
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)
+
+    def count_float_keys(self, data: bytes) -> None:
+        """Count the hashes of the float map keys in msgpack `data` (a header, a record's
+        data or a msgpack payload), which msgpack makes and inserts with no hook between;
+        fewer float bytes than can collide are not looked for (FLOAT_BYTES_WORTH_COUNTING)."""
+        if many_float_bytes(data) and not float_key_hashes(data, self.hashes):
+            raise DeserializationError(
+                f"msgpack nested deeper than the {SCAN_DEPTH} levels where float keys are "
+                f"counted, with many floats")
 
     def opened(self, value: Any) -> Any:
         """An opened payload's value: one leaf to the depth walk, as to dumps (a container

@@ -228,6 +228,25 @@ def big_endian(data: bytes, start: i64, size: i64) -> i64:
     return value
 
 
+# Fewer float-like bytes (0xca, 0xcb) than this cannot make a group of colliding float keys
+# worth counting: a dict of them probes at most ~500 times in all.
+FLOAT_BYTES_WORTH_COUNTING: Final = 33
+
+
+def many_float_bytes(data: bytes) -> bool:
+    """Whether `data` holds FLOAT_BYTES_WORTH_COUNTING bytes 0xca or 0xcb, the first bytes of
+    msgpack's floats (a memchr at a time: most headers hold few, or many close together)."""
+    found = 0
+    for marker in (0xcb, 0xca):
+        at = data.find(marker)
+        while at >= 0:
+            found += 1
+            if found >= FLOAT_BYTES_WORTH_COUNTING:
+                return True
+            at = data.find(marker, at + 1)
+    return False
+
+
 # What float_keys returns where the header nests deeper than SCAN_DEPTH.
 KEYS_TOO_DEEP: Final = -3
 

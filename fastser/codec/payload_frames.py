@@ -12,7 +12,7 @@ from fastser.errors import DeserializationError, shown
 from fastser.frames.compression import compression_names, decompress
 from fastser.frames.split import merge_frames, split_frames
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
-from fastser.limits import OBJECT_INFLATE_SLACK, Limits, object_inflate_bound
+from fastser.limits import Limits, object_inflate_bound
 
 # The family whose payloads msgpack turns into objects: they share the header's budget.
 OBJECT_FAMILY: Final = "msgpack"
@@ -70,8 +70,6 @@ class PayloadFrames:
         # Bytes msgpack turns into objects: the header's, then each msgpack-family
         # payload's (inflated), within Limits.max_header_bytes together.
         self.object_bytes = header_bytes
-        # What compressed msgpack-family frames may still inflate past 3/2 of their size.
-        self.object_slack = OBJECT_INFLATE_SLACK
         # Which payload frames a ref has named. A list: compiled code indexes a list[bool]
         # inline, a bytearray through the generic item protocol (~1.5% of W5's loads).
         self.used: Optional[list[bool]] = None
@@ -93,9 +91,9 @@ class PayloadFrames:
         if 0 <= object_bound < min(left, limits.max_frame_bytes):
             out = decompress(name, frame, object_bound, writeable,
                              f"the {object_bound} bytes a compressed msgpack payload of "
-                             f"{nbytes(frame)} bytes may inflate to (3/2 of its size, plus "
-                             f"what is left of 512 KiB per message, within what the header "
-                             f"left of Limits.max_header_bytes={limits.max_header_bytes})")
+                             f"{nbytes(frame)} bytes may inflate to (3/2 of its size, within "
+                             f"what the header left of Limits.max_header_bytes="
+                             f"{limits.max_header_bytes})")
         elif left < limits.max_frame_bytes:
             out = decompress(name, frame, left, writeable,
                              f"the {left} bytes that earlier frames left of "
@@ -121,11 +119,9 @@ class PayloadFrames:
             if name is None:
                 inflated = frame
             elif objects:
-                fair = object_inflate_bound(nbytes(frame))
-                bound = min(fair + self.object_slack,
+                bound = min(object_inflate_bound(nbytes(frame)),
                             self.limits.max_header_bytes - self.object_bytes)
                 inflated = self.inflate(name, frame, True, max(bound, 0))
-                self.object_slack -= max(nbytes(inflated) - fair, 0)
             else:
                 inflated = self.inflate(name, frame, True)
             if objects:

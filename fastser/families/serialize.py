@@ -26,6 +26,7 @@ DEFAULT_SERIALIZERS: Final = (DISPATCH_FAMILY, PICKLE_FAMILY)
 # What a process that must never unpickle should pass as `deserializers`.
 SAFE_DESERIALIZERS: Final = ("dispatch", "msgpack", "error")
 ERROR_FAMILY: Final = "error"
+ERROR_TEXT_BYTES: Final = 64 * 1024  # of an "error" payload's text, the most shown
 
 
 def check_on_error(on_error: str) -> None:
@@ -175,7 +176,19 @@ def error_dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[Header,
 
 
 def error_loads(header: Header, frames: list[Frame]) -> Any:
-    text = b"\n".join(bytes(frame) for frame in frames).decode("utf-8", "replace")
+    # Always opened, even by a safe decoder: its text is cut at ERROR_TEXT_BYTES, so a
+    # peer's error costs the bytes it sent and no more than a bounded str and exception.
+    parts: list[bytes] = []
+    left = ERROR_TEXT_BYTES
+    total = 0
+    for frame in frames:
+        view = byte_view(frame)
+        total += view.nbytes
+        parts.append(bytes(view[:left]))
+        left -= len(parts[-1])
+    text = b"\n".join(parts).decode("utf-8", "replace")
+    if total > ERROR_TEXT_BYTES:
+        text += f" [... {total - ERROR_TEXT_BYTES} more bytes]"
     raise SenderError(f"the sender could not serialize this payload: {text}")
 
 
