@@ -10,6 +10,7 @@ which announces nothing, is fed in bounded slices and inflated in bounded steps.
 """
 
 import importlib
+import warnings
 import zlib
 from collections.abc import Callable
 from typing import Any, Final, Optional
@@ -61,9 +62,25 @@ def available_compressions() -> list[str]:
     return [name for name in COMPRESSIONS if compressor_module(name) is not None]
 
 
+# Whether "auto" has said, in this process, that it found neither lz4 nor zstd.
+_auto_warned: list[bool] = []
+
+
+def warn_auto_compresses_nothing() -> None:
+    """Say once per process that "auto" compresses nothing, where it is configured: it is
+    resolved when an Encoder is made, and otherwise nothing would tell."""
+    if _auto_warned:
+        return
+    _auto_warned.append(True)
+    warnings.warn("compression='auto' found neither lz4 nor zstandard: nothing will be "
+                  "compressed. Install one: pip install 'fastser[lz4]' (or 'fastser[zstd]')",
+                  RuntimeWarning)
+
+
 def check_compression(name: Optional[str]) -> Optional[str]:
     """The compression an Encoder will use for `name`: None, or an installed compressor.
-    "auto" picks lz4, else zstd, else None. Raises ValueError for an unknown name or one
+    "auto" picks lz4, else zstd, else None, and then warns (RuntimeWarning, once per
+    process) that nothing will be compressed. Raises ValueError for an unknown name or one
     whose package is not installed."""
     if name is None:
         return None
@@ -72,6 +89,7 @@ def check_compression(name: Optional[str]) -> Optional[str]:
         for candidate in AUTO_ORDER:
             if compressor_module(candidate) is not None:
                 return candidate
+        warn_auto_compresses_nothing()
         return None
     if name not in COMPRESSIONS:
         raise ValueError(f"unknown compression {name!r}: use None, 'auto', "
