@@ -13,6 +13,7 @@ mkdir -p "$envs"
 
 build() {  # build NAME EXTRAS [ENV=VALUE]
     local name=$1 extras=$2; shift 2
+    echo "== building the $name build ($*) into $envs/$name: pip is silent until it is done (compiled: about a minute of mypyc and C on 2 cores)"
     "$python" -m venv --clear "$envs/$name"
     env "$@" "$envs/$name/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-cache-dir "$repo[$extras]"
