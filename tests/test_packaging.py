@@ -112,8 +112,9 @@ def test_builds_from_one_source_folder_at_once_each_ship_the_whole_package(
     for run in runs:
         out, _ = run.communicate(timeout=120)
         assert run.returncode == 0, out
-    expected = sorted(path.relative_to(ROOT).as_posix()
-                      for path in (ROOT / "fastser").rglob("*.py"))
+    # The modules, and py.typed (package data: the marker that the package is typed).
+    expected = sorted([path.relative_to(ROOT).as_posix()
+                       for path in (ROOT / "fastser").rglob("*.py")] + ["fastser/py.typed"])
     for n in range(2):
         installed = [path for path in (tmp_path / f"root{n}").rglob("fastser/**/*")
                      if path.is_file() and "__pycache__" not in path.parts]
