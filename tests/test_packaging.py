@@ -112,8 +112,8 @@ def test_builds_from_one_source_folder_at_once_each_ship_the_whole_package(
     for run in runs:
         out, _ = run.communicate(timeout=120)
         assert run.returncode == 0, out
-    # The modules; and py.typed, package data that recent setuptools ship (from 69) and older
-    # ones leave out.
+    # The modules; and py.typed, package data that some setuptools versions ship and
+    # others leave out.
     expected = sorted(path.relative_to(ROOT).as_posix()
                       for path in (ROOT / "fastser").rglob("*.py"))
     for n in range(2):
