@@ -23,6 +23,13 @@ echo "== building compiled and pure fastser"
 # The dask extra in the compiled build only: tests/test_dask.py runs there, skips in pure.
 build compiled test,dask FASTSER_PURE=0
 build pure test FASTSER_PURE=1
+# tests/test_packaging.py checks the build identifiers with the cibuildwheel release.sh pins
+# (it skips without one): the same pin, from scripts/release-tools.txt.
+cibuildwheel=$(grep '^cibuildwheel==' "$repo/scripts/release-tools.txt")
+for kind in compiled pure; do
+    "$envs/$kind/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir \
+        "$cibuildwheel"
+done
 
 echo "== mypy --strict fastser tests"
 (cd "$repo" && "$envs/compiled/bin/mypy" --config-file mypy.ini fastser tests)

@@ -1,6 +1,7 @@
 """Sampled compression of payload frames, transparent and bounded decompression."""
 
 import os
+import random
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -61,6 +62,69 @@ def test_maybe_compress_keeps_only_what_saves_30_percent(name: str) -> None:
     used, frame = maybe_compress(COMPRESSIBLE, name)
     assert used == name and len(frame) < 0.7 * len(COMPRESSIBLE)
     assert bytes(decompress(name, frame, len(COMPRESSIBLE))) == COMPRESSIBLE
+
+
+def crossing(name: str, size: int, make: Any) -> tuple[bytes, bytes]:
+    """Two frames of `size` bytes made by make(r) with r random bytes: the one with the most
+    random bytes whose compressed sample or frame (`size` > 20,000: the sample decides)
+    still saves 30 %, and the next, which no longer does."""
+    whole = size <= 2 * _compression.SAMPLE_PIECES * _compression.SAMPLE_PIECE_BYTES
+
+    def saving(frame: bytes) -> float:
+        probe = frame if whole else _compression.sample(memoryview(frame))
+        return 1 - len(compress(name, probe)) / len(probe)
+
+    low, high = 0, size  # saving(make(low)) >= 30 %, saving(make(high)) < 30 %
+    while high - low > 1:
+        middle = (low + high) // 2
+        if saving(make(middle)) >= 0.3:
+            low = middle
+        else:
+            high = middle
+    below, above = make(low), make(high)
+    # Both within a percentage point of the bound: a threshold moved by more is caught.
+    assert 0.3 <= saving(below) < 0.31 and 0.29 < saving(above) < 0.3, (
+        saving(below), saving(above))
+    return below, above
+
+
+def noise(count: int, seed: int) -> bytes:
+    return random.Random(seed).randbytes(count)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_frames_from_10000_bytes_are_compressed(name: str) -> None:
+    assert maybe_compress(b"a" * 9_999, name) == (None, b"a" * 9_999)
+    used, frame = maybe_compress(b"a" * 10_000, name)
+    assert used == name and bytes(decompress(name, frame, 10_000)) == b"a" * 10_000
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_frame_is_kept_compressed_from_a_30_percent_saving(name: str) -> None:
+    # 15,000 bytes: the whole frame is compressed, no sample.
+    below, above = crossing(name, 15_000, lambda r: noise(r, 1) + bytes(15_000 - r))
+    used, frame = maybe_compress(below, name)
+    assert used == name and bytes(decompress(name, frame, len(below))) == below
+    assert maybe_compress(above, name) == (None, above)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_sample_decides_from_a_30_percent_saving(name: str) -> None:
+    # 100,000 bytes, zeros but where the five sample pieces start: the whole frame would
+    # shrink by far more than 30 %, so the sample alone can refuse it.
+    size = 100_000
+    step = size // _compression.SAMPLE_PIECES
+
+    def make(r: int) -> bytes:
+        frame = bytearray(size)
+        for i in range(_compression.SAMPLE_PIECES):
+            frame[i * step:i * step + r] = noise(r, i)
+        return bytes(frame)
+
+    below, above = crossing(name, size, lambda r: make(r // _compression.SAMPLE_PIECES))
+    assert maybe_compress(below, name)[0] == name
+    assert maybe_compress(above, name) == (None, above)
+    assert len(compress(name, above)) < 0.7 * size  # the whole frame alone would have passed
 
 
 @pytest.mark.parametrize("name", NAMES)

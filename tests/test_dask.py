@@ -5,6 +5,8 @@ timeout, so a bug fails, not hangs."""
 
 import asyncio
 import contextlib
+import datetime
+import importlib
 import importlib.metadata
 import logging
 import mmap
@@ -353,14 +355,40 @@ async def tls_cluster(security: Any) -> None:
                               **security.get_connection_args("client"))
 
 
+def self_signed(key: pathlib.Path, cert: pathlib.Path) -> None:
+    """A key and a self-signed certificate for localhost, made with the `cryptography`
+    package (the test extra installs it), else with the openssl command."""
+    try:
+        # Imported by name: mypy then needs no stubs where the package is missing.
+        x509: Any = importlib.import_module("cryptography.x509")
+        hashes: Any = importlib.import_module("cryptography.hazmat.primitives.hashes")
+        rsa: Any = importlib.import_module("cryptography.hazmat.primitives.asymmetric.rsa")
+        encoding: Any = importlib.import_module("cryptography.hazmat.primitives.serialization")
+    except ImportError:
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            pytest.skip("needs the cryptography package or openssl to make a certificate")
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True, timeout=TIMEOUT)
+        return
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    signed = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+              .public_key(private.public_key()).serial_number(x509.random_serial_number())
+              .not_valid_before(now - datetime.timedelta(minutes=5))
+              .not_valid_after(now + datetime.timedelta(days=1))
+              .sign(private, hashes.SHA256()))
+    key.write_bytes(private.private_bytes(encoding.Encoding.PEM,
+                                          encoding.PrivateFormat.TraditionalOpenSSL,
+                                          encoding.NoEncryption()))
+    cert.write_bytes(signed.public_bytes(encoding.Encoding.PEM))
+
+
 def test_fastser_tls(tmp_path: pathlib.Path) -> None:
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("needs openssl to make a self-signed certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True, timeout=TIMEOUT)
+    self_signed(key, cert)
     files = {f"tls_{role}_{kind}": str(path) for role in ("scheduler", "worker", "client")
              for kind, path in (("key", key), ("cert", cert))}
     security = Security(tls_ca_file=str(cert), require_encryption=True, **files)

@@ -274,15 +274,17 @@ def test_pickles_are_never_opened_in_safe_mode() -> None:
             FORWARD.loads(frames)
         with pytest.raises(DeserializationError):
             SAFE.loads(fastser.dumps({"s": Serialize(trap)}))
-        # a hostile sender labels a pickle as a dispatch or msgpack payload
+        # a hostile sender labels a pickle as a dispatch or msgpack payload: the dispatch
+        # family gives its bytes as they are, msgpack fails to read them, pickle is refused
         data = pickle.dumps(trap)
-        for family_header in ({"serializer": "dispatch", "type": "bytes"},
-                              {"serializer": "msgpack"}, {"serializer": "pickle"}):
+        labelled = {"x": ext(EXT_SERIALIZED, msgpack.packb(
+            [{"serializer": "dispatch", "type": "bytes"}, [data]]))}
+        assert SAFE.loads([header(labelled)]) == {"x": data}
+        for family_header, error in (({"serializer": "msgpack"}, "the 'msgpack' family failed"),
+                                     ({"serializer": "pickle"}, "'pickle' refused")):
             body = {"x": ext(EXT_SERIALIZED, msgpack.packb([family_header, [data]]))}
-            try:
+            with pytest.raises(DeserializationError, match=error):
                 SAFE.loads([header(body)])
-            except DeserializationError:
-                pass
         forged = {"x": ext(EXT_PICKLED, msgpack.packb([{"serializer": "pickle"}, [data]]))}
         assert "Pickled" in repr(SAFE.loads([header(forged)]))
         assert not os.path.exists(path)
@@ -318,16 +320,17 @@ def test_no_hiding_place_makes_a_safe_decoder_unpickle() -> None:
             assert "Pickled" in repr(out)
         # Forged records: a pickle labelled as another family, a name never registered,
         # a numpy header asking for an object dtype.
-        for forged_header in ({"serializer": "dispatch", "type": "bytes"},
-                              {"serializer": "dispatch", "type": "evil.Unregistered"},
-                              {"serializer": "dispatch", "type": "numpy.ndarray",
-                               "dtype": "|O", "shape": [1], "order": "C"},
-                              {"serializer": "msgpack"}):
+        assert SAFE.loads([header([MARKS[3], {"serializer": "dispatch", "type": "bytes"},
+                                   [data]])]) == data  # its bytes, not what they pickle
+        for forged_header, error in (
+                ({"serializer": "dispatch", "type": "evil.Unregistered"},
+                 "no dispatch deserializer is registered under the name 'evil.Unregistered'"),
+                ({"serializer": "dispatch", "type": "numpy.ndarray", "dtype": "|O",
+                  "shape": [1], "order": "C"}, "numpy object dtypes are refused"),
+                ({"serializer": "msgpack"}, "the 'msgpack' family failed")):
             body = [MARKS[3], forged_header, [data]]
-            try:
+            with pytest.raises(DeserializationError, match=error):
                 SAFE.loads([header(body)])
-            except DeserializationError:
-                pass
         forged_pickled = [MARKS[4], {"serializer": "pickle"}, [data]]
         assert "Pickled" in repr(SAFE.loads([header(forged_pickled)]))
         assert not os.path.exists(path)

@@ -4,10 +4,12 @@ FrameError (before one, an EOFError), and hostile preludes are refused before an
 allocated. Every socket has a timeout, so a bug fails instead of hanging."""
 
 import ctypes
+import json
 import mmap
 import os
 import socket
 import struct
+import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
@@ -295,12 +297,47 @@ def test_hostile_preludes_are_refused_without_allocating(prelude: bytes, error: 
         def refuse() -> None:
             with pytest.raises(FrameError, match=error):
                 recv_msg(server)
-        size, peak = rss_bytes("VmSize"), rss_bytes("VmPeak")
         assert peak_allocation(refuse) < MiB
-        # tracemalloc does not see an mmap (messages from MMAP_BYTES on): the address
-        # space's peak would, unless an earlier peak already stood a GiB above it.
-        if peak - size < 2**30:
-            assert rss_bytes("VmPeak") - size < 2**30
+
+
+# tracemalloc does not see an mmap (messages from MMAP_BYTES on): the address space's peak
+# does, in a fresh process, where no earlier peak stands above the refusal's.
+REFUSE_IN_CHILD = r"""
+import json, re, socket, sys
+from fastser import FrameError
+from fastser.sock import recv_msg
+
+def status(field):
+    with open("/proc/self/status") as lines:
+        for line in lines:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+
+prelude, error = bytes.fromhex(sys.argv[1]), sys.argv[2]
+client, server = socket.socketpair()
+server.settimeout(10)
+client.sendall(prelude + bytes(64))
+size, peak = status("VmSize"), status("VmPeak")
+try:
+    recv_msg(server)
+    raised = None
+except FrameError as exc:
+    raised = str(exc) if re.search(error, str(exc)) else "unexpected: " + str(exc)
+print(json.dumps({"before": peak - size, "grew": status("VmPeak") - size, "raised": raised}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+@pytest.mark.parametrize("prelude, error", HOSTILE,
+                         ids=["count", "not fastser", "length", "total", "views"])
+def test_hostile_preludes_map_no_memory(prelude: bytes, error: str) -> None:
+    done = subprocess.run([sys.executable, "-c", REFUSE_IN_CHILD, prelude.hex(), error],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["raised"] is not None and not seen["raised"].startswith("unexpected"), seen
+    assert seen["before"] < 64 * MiB, seen  # no earlier peak could hide the refusal's
+    assert seen["grew"] < 64 * MiB, seen
 
 
 def test_custom_limits_are_checked_before_the_lengths_are_read() -> None:
