@@ -62,6 +62,7 @@ COMPILED_MODULES = [
     "fastser/codec/paths.py",
     "fastser/codec/extract.py",
     "fastser/codec/depth.py",
+    "fastser/codec/collisions.py",
     "fastser/codec/header.py",
     "fastser/codec/payload_frames.py",
     "fastser/codec/encoder.py",

@@ -334,3 +334,32 @@ def test_an_error_payload_buys_a_bounded_text() -> None:
                       deserializers=fastser.SAFE_DESERIALIZERS)
     message = str(caught.value)
     assert len(message) < 70_000 and f"[... {(8 << 20) + 4 - 65536} more bytes]" in message
+
+
+def test_a_tuple_nested_deep_around_a_wide_one_is_hashed_once_a_level() -> None:
+    # CPython 3.11 keeps no tuple's hash: counting each level's hash by hash() would hash
+    # the 200,000 ints at the bottom again at each of the 250 levels above them.
+    width = rounds(200_000, 1_000_000)
+    body = b"\xdd" + (width + 1).to_bytes(4, "big") + b"\xe0" + b"\x01" * width
+    deep = b"\x01" + b"\x92\xe0" * 250 + body
+    flat = b"\x01" + b"\xdd" + (width + 251).to_bytes(4, "big") + b"\xe0" + b"\x01" * (width + 250)
+    for decoder in (fastser.Decoder(), fastser.Decoder(lists_as_tuples=True),
+                    fastser.Decoder(deserialize=False)):
+        assert decoder.loads([deep]) is not None
+        ratio = median_time(lambda: decoder.loads([deep])) / median_time(
+            lambda: decoder.loads([flat]))
+        assert ratio < 3, ratio
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=4) | st.binary(max_size=4),
+                    lambda inner: st.lists(inner, max_size=4).map(tuple)
+                    | st.frozensets(inner.filter(lambda x: not isinstance(x, tuple)),
+                                    max_size=3),
+                    max_leaves=20))
+def test_the_counter_hashes_a_tuple_as_cpython_does(value: Any) -> None:
+    from fastser.codec.collisions import TUPLE_HASH_FROM_ITEMS, tuple_hash
+    assert TUPLE_HASH_FROM_ITEMS  # 64-bit CPython 3.11, as CI runs
+    if isinstance(value, tuple):
+        assert tuple_hash([hash(item) for item in value]) == hash(value)

@@ -51,6 +51,19 @@ def test_the_scan_finds_the_depth_of_any_msgpack_value(value: Any) -> None:
         assert header_nests_deeper(data, budget) == (deepest > budget)
 
 
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_the_float_key_scan_finds_the_depth_the_depth_scan_does(value: Any) -> None:
+    # The decoder takes the depth from the float key scan where that ran, instead of
+    # scanning twice: the two must agree at every budget.
+    from fastser.codec.collisions import HashCounter
+    from fastser.codec.depth import float_key_hashes
+    data = msgpack.packb(value)
+    deepest = float_key_hashes(data, HashCounter(len(data)))
+    for budget in range(1, 12):
+        assert (deepest > budget or deepest == -1) == header_nests_deeper(data, budget)
+
+
 def test_the_scan_reads_16_and_32_bit_counts_and_lengths() -> None:
     one_more = b"\x91\xc0"  # [None]: one level
     for prefix in (b"\xdc\x00\x01", b"\xdd\x00\x00\x00\x01"):  # array 16 / 32 of one item

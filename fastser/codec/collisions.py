@@ -5,36 +5,72 @@ frozensets: a peer can send thousands of distinct keys of one hash, and each ins
 a dict or set then probes past every earlier one (quadratic time inside msgpack, where no
 hook runs). The decoder makes every tuple, big int, set and frozenset itself, and counts
 their hashes here before msgpack can insert them; floats, which msgpack makes, are counted
-from the header's bytes (depth.float_key_hashes). Past MAX_EQUAL_HASHES distinct values of
-one hash, the message is refused: an insertion then probes at most that many keys.
+from the bytes (depth.float_key_hashes). Past MAX_EQUAL_HASHES distinct values of one hash,
+the message is refused: an insertion then probes at most a few dozen keys.
 
-Strategy: once a message has made COUNT_AFTER such values, each costs a hash and one byte
-of a table of half the header's size (a distinct value takes at least a byte of header, so
-a benign message averages at most two a slot). Only a slot past SLOT_BUSY values is checked
-exactly, keeping the distinct values of each hash seen there, so one hash has at most
-COUNT_AFTER + SLOT_BUSY + MAX_EQUAL_HASHES distinct values: 32, each insertion probing at
-most that many keys.
+Strategy: each counted value costs a hash and one byte of a table of a quarter of the
+header's size (a distinct value takes at least a byte of header, so a benign message
+averages at most four a slot). Only a slot past SLOT_BUSY values is checked exactly, keeping the distinct values of
+each hash seen there, so one hash has at most COUNT_AFTER (the values a message makes before
+counting starts) + SLOT_BUSY + MAX_EQUAL_HASHES distinct values: 32.
+A tuple that holds tuples has its hash made from its items' hashes, those of the items that
+hold tuples themselves taken from when they were made (CPython 3.11 does not keep a tuple's
+hash: hashing every level of a nested tuple again would make counting quadratic in its
+depth); a flat item is hashed again, in time linear in its items.
 """
 
+import sys
 from typing import Any, Final, Optional
+
+from mypy_extensions import i64
 
 from fastser.errors import DeserializationError
 
 # Distinct values of one hash checked exactly before the message is refused (a benign
 # message has one: hashes of distinct values collide by chance about once in 2**61 pairs).
 MAX_EQUAL_HASHES: Final = 8
-# Values a message makes before counting starts: a control message pays no table.
-COUNT_AFTER: Final = 16
 # A table slot counts up to here; past it, each value's hash is checked exactly.
 SLOT_BUSY: Final = 8
+# Values a message makes before counting starts: a control message pays no table.
+COUNT_AFTER: Final = 16
 MIN_SLOTS: Final = 256
 MAX_SLOTS: Final = 1 << 25
 
+# CPython's tuple hash (xxHash-based, since 3.8), from its items' hashes.
+XXPRIME_1: Final = 11400714785074694791
+XXPRIME_2: Final = 14029467366897019727
+XXPRIME_5: Final = 2870177450012600261
+MASK_64: Final = (1 << 64) - 1
+
+
+def tuple_hash(lanes: list[int]) -> int:
+    """hash(t) for a tuple t whose items hash to `lanes` (tupleobject.c's tuplehash)."""
+    acc = XXPRIME_5
+    for lane in lanes:
+        acc = (acc + (lane & MASK_64) * XXPRIME_2) & MASK_64
+        acc = ((acc << 31) | (acc >> 33)) & MASK_64
+        acc = (acc * XXPRIME_1) & MASK_64
+    acc = (acc + (len(lanes) ^ (XXPRIME_5 ^ 3527539))) & MASK_64
+    if acc == MASK_64:
+        return 1546275796
+    return acc - (1 << 64) if acc >> 63 else acc
+
+
+def tuple_hash_matches() -> bool:
+    """Whether tuple_hash is this interpreter's (a 64-bit CPython 3.8 or later); where it
+    is not, nested tuples are hashed by hash() (right, only slower)."""
+    samples: list[tuple[Any, ...]] = [(), (1,), ("a", 2.5, None), ((1, 2), (3,)), (-1, -2)]
+    return sys.hash_info.width == 64 and all(
+        tuple_hash([hash(item) for item in sample]) == hash(sample) for sample in samples)
+
+
+TUPLE_HASH_FROM_ITEMS: Final = tuple_hash_matches()
+
 
 def slots_for(header_bytes: int) -> int:
-    """A power of two of at least header_bytes / 2 (within MIN_SLOTS..MAX_SLOTS)."""
+    """A power of two of at least header_bytes / 4 (within MIN_SLOTS..MAX_SLOTS)."""
     slots = MIN_SLOTS
-    while slots < MAX_SLOTS and slots * 2 < header_bytes:
+    while slots < MAX_SLOTS and slots * 4 < header_bytes:
         slots *= 2
     return slots
 
@@ -43,32 +79,76 @@ class HashCounter:
     """The hashes of one message's hashable made values."""
 
     def __init__(self, header_bytes: int) -> None:
-        self.header_bytes = header_bytes
-        self.made = 0
-        self.slots: Optional[bytearray] = None
-        self.mask = 0
+        size = slots_for(header_bytes)
+        self.slots = bytearray(size)
+        self.mask: i64 = size - 1
         # hash -> the distinct values of that hash seen in busy slots
         self.busy: Optional[dict[int, list[Any]]] = None
+        # The tuples counted that hold tuples, newest last, and their hashes: the decode
+        # makes a tuple's items before the tuple, so those are on top when it is made.
+        self.tuples: list[Any] = []
+        self.tuple_hashes: list[int] = []
+        # How deep the last float key scan found containers nest (depth.float_key_hashes).
+        self.deepest: i64 = 0
 
     def count(self, value: Any) -> None:
-        """Count a value that may be hashed into a dict or set: a tuple, big int, set
-        item or frozenset. Unhashable values (a tuple holding a list) are skipped."""
-        self.made += 1
-        if self.made <= COUNT_AFTER:
-            return
+        """Count a value that may be hashed into a dict or set: a big int, set item or
+        frozenset. Unhashable values are skipped."""
         try:
-            h = hash(value)
+            h: i64 = hash(value)
         except TypeError:
             return  # cannot be a key or set item
         self.count_hash(h, value)
 
-    def count_hash(self, h: int, value: Any) -> None:
+    def count_tuple(self, made: tuple[Any, ...]) -> None:
+        """Count a tuple the decode made, its hash made from its items' (a tuple that
+        holds an unhashable value is skipped)."""
+        nested = False
+        for item in made:
+            if type(item) is tuple:
+                nested = True
+                break
+        try:
+            if nested and TUPLE_HASH_FROM_ITEMS:
+                h: i64 = self.nested_hash(made)
+                self.tuples.append(made)
+                self.tuple_hashes.append(h)
+            else:
+                h = hash(made)
+        except TypeError:
+            return
+        self.count_hash(h, made)
+
+    def nested_hash(self, made: tuple[Any, ...]) -> int:
+        """hash(made), each tuple item's hash taken off the stack where it is on top."""
+        tuples = self.tuples
+        hashes = self.tuple_hashes
+        lanes = [0] * len(made)
+        index = len(made) - 1
+        while index >= 0:
+            item = made[index]
+            if type(item) is tuple and tuples and tuples[-1] is item:
+                tuples.pop()
+                lanes[index] = hashes.pop()
+            else:
+                lanes[index] = hash(item)  # a scalar, a flat tuple, a frozenset (kept hash)
+            index -= 1
+        return tuple_hash(lanes)
+
+    def drop_items(self, items: list[Any]) -> None:
+        """The stack without the tuples among `items`, made into a list, set or frozenset:
+        a tuple made later finds its own items on top."""
+        tuples = self.tuples
+        index = len(items) - 1
+        while index >= 0 and tuples:
+            if items[index] is tuples[-1]:
+                tuples.pop()
+                self.tuple_hashes.pop()
+            index -= 1
+
+    def count_hash(self, h: i64, value: Any) -> None:
+        index: i64 = (h ^ (h >> 23) ^ (h >> 41)) & self.mask
         slots = self.slots
-        if slots is None:
-            size = slots_for(self.header_bytes)
-            slots = self.slots = bytearray(size)
-            self.mask = size - 1
-        index = (h ^ (h >> 23) ^ (h >> 41)) & self.mask
         used = slots[index]
         if used < SLOT_BUSY:
             slots[index] = used + 1

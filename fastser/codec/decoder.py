@@ -20,8 +20,8 @@ from typing import Any, Optional, cast
 from fastser.arguments import check_bool, check_optional
 from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
-from fastser.codec.collisions import HashCounter
-from fastser.codec.depth import (SCAN_DEPTH, deeper_than, float_key_hashes,
+from fastser.codec.collisions import COUNT_AFTER, HashCounter
+from fastser.codec.depth import (KEYS_TOO_DEEP, SCAN_DEPTH, deeper_than, float_key_hashes,
                                  header_nests_deeper, holds_ext_minus_1, is_container,
                                  many_float_bytes)
 from fastser.codec.header import frame_list_of, header_body
@@ -76,7 +76,7 @@ class Decoder:
         state = DecodeState(self, frame_list, size)
         # Float keys are made by msgpack, out of any hook's reach: their hashes are counted
         # from the bytes first, where enough floats may stand to collide.
-        state.count_float_keys(data)
+        deepest = state.count_float_keys(data)
         try:
             msg = unpack(body, state, state)
         except FastserError:
@@ -96,7 +96,8 @@ class Decoder:
         # it is a map (its header, and the other half of the entry the path does not take),
         # so a header of N bytes holding A arrays nests at most (N + A) // 2 deep. Past
         # that bound, the header's bytes are scanned (a bound too, cheaper than the walk on
-        # maps of scalars), and only a header they say may nest too deep is walked. An
+        # maps of scalars; the float key scan, where it ran, has measured it already), and
+        # only a header they say may nest too deep is walked. An
         # opened payload is one leaf, as dumps counts it: its family made it and bounds it
         # (msgpack stops at 1024 levels, pickle is trusted or refused), and what tcp://
         # carries (a pickled object nested 300 deep) must load. The walk stops at opened
@@ -104,7 +105,8 @@ class Decoder:
         # its header reaches: opened containers are not descended (state.opened_payloads).
         if is_container(msg) and \
                 (size + state.arrays) // 2 > max_depth and \
-                header_nests_deeper(data, max_depth) \
+                (deepest > max_depth or deepest == -1 if deepest != -2
+                 else header_nests_deeper(data, max_depth)) \
                 and deeper_than(msg, max_depth, state.collections > 0,
                                  state.opened_payloads):
             raise DeserializationError(
@@ -129,7 +131,10 @@ class DecodeState:
         # (held, so that no other container can take the id of one a duplicate key freed).
         self.opened_payloads: Optional[dict[int, Any]] = None
         self.arrays = 0  # arrays decoded, each seen by list_hook
-        self.hashes = HashCounter(header_bytes)
+        # Values that may become keys made so far; their hashes counted from COUNT_AFTER on,
+        # in a HashCounter made then (a control message makes fewer, and no table).
+        self.made = 0
+        self.counter: Optional[HashCounter] = None
         self.frames = frames
         # Made on the first frame ref: most messages (control messages) have none.
         self.payload_frames: Optional[PayloadFrames] = None
@@ -142,8 +147,22 @@ class DecodeState:
             return items
         made = tuple(items)
         self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
-        self.hashes.count(made)
+        self.made += 1
+        if self.made > COUNT_AFTER:
+            self.hashes().count_tuple(made)
         return made
+
+    def hashes(self) -> HashCounter:
+        counter = self.counter
+        if counter is None:
+            counter = self.counter = HashCounter(self.header_bytes)
+        return counter
+
+    def count(self, value: Any) -> None:
+        """Count the hash of a value that may become a dict key or set item."""
+        self.made += 1
+        if self.made > COUNT_AFTER:
+            self.hashes().count(value)
 
     def payload(self) -> PayloadFrames:
         """The message's payload frames, as the header's refs name them."""
@@ -174,7 +193,9 @@ class DecodeState:
                 # A slice, then a tuple of it: natively, where `del items[0]` is a generic
                 # item deletion (~0.1k instructions more per tuple).
                 made = tuple(items[1:])
-                self.hashes.count(made)
+                self.made += 1
+                if self.made > COUNT_AFTER:
+                    self.hashes().count_tuple(made)
                 return made
             return self.as_tuple(items) if self.lists_as_tuples else items
         self.marks -= 1
@@ -214,15 +235,18 @@ class DecodeState:
         if first is LIST_MARK:
             return self.as_tuple(items) if self.lists_as_tuples else items
         self.collections += 1
-        if len(items) > 1:  # their hashes counted before the set probes among them
-            hashes = self.hashes
-            for item in items:
-                if type(item) is not str:
-                    hashes.count(item)
+        # Its floats' hashes counted before the set probes among them (its tuples, big ints
+        # and frozensets were counted when they were made; other ints cannot collide much).
+        for item in items:
+            if type(item) is float:
+                self.count(item)
         if first is SET_MARK:
             return set(items)
         frozen = frozenset(items)
-        self.hashes.count(frozen)
+        counter = self.counter
+        if counter is not None:
+            counter.drop_items(items)  # a tuple made later finds its own items on top
+        self.count(frozen)
         return frozen
 
     def ext_hook(self, code: int, data: bytes) -> Any:
@@ -242,14 +266,14 @@ class DecodeState:
                 value = self.serialized_record(header, frames)
             else:
                 value = self.pickled_record(header, frames)
-            self.hashes.count(value)
+            self.count(value)
             return value
         if code == EXT_BYTES_FRAME:
             frame = self.payload().raw_frame(unpack_ref(data), False)
             return bytes_of(frame)
         if code == EXT_BIGINT:
             value = int.from_bytes(data, "little", signed=True)
-            self.hashes.count(value)
+            self.count(value)
             return value
         if code == EXT_BYTEARRAY:
             return bytearray(data)
@@ -266,8 +290,7 @@ class DecodeState:
         """A record in a dict key or set item: an extension type holding msgpack [header,
         refs] (an array cannot be hashed there)."""
         # Its header's float keys, which msgpack makes unseen, counted as the header's are.
-        if 0xcb in data or 0xca in data:
-            self.count_float_keys(data)
+        self.count_float_keys(data)
         record = unpack_plain(data)
         if type(record) is not list or len(record) != 2 or type(record[0]) is not dict \
                 or type(record[1]) is not list:
@@ -317,14 +340,19 @@ class DecodeState:
         # Never unpickled here: forwarded as it arrived.
         return Pickled(header, frames)
 
-    def count_float_keys(self, data: bytes) -> None:
+    def count_float_keys(self, data: bytes) -> int:
         """Count the hashes of the float map keys in msgpack `data` (a header, a record's
         data or a msgpack payload), which msgpack makes and inserts with no hook between;
-        fewer float bytes than can collide are not looked for (FLOAT_BYTES_WORTH_COUNTING)."""
-        if many_float_bytes(data) and not float_key_hashes(data, self.hashes):
+        fewer float bytes than can collide are not looked for (FLOAT_KEYS_WORTH_COUNTING).
+        Returns how deep its containers nest (depth.float_key_hashes), or -2 unscanned."""
+        if not many_float_bytes(data):
+            return -2
+        deepest = float_key_hashes(data, self.hashes())
+        if deepest == KEYS_TOO_DEEP:
             raise DeserializationError(
                 f"msgpack nested deeper than the {SCAN_DEPTH} levels where float keys are "
                 f"counted, with many floats")
+        return deepest
 
     def opened(self, value: Any) -> Any:
         """An opened payload's value: one leaf to the depth walk, as to dumps (a container
@@ -336,5 +364,5 @@ class DecodeState:
                 opened = self.opened_payloads = {}
             opened[id(value)] = value
         if type(value) is not str and type(value) is not bytes:
-            self.hashes.count(value)
+            self.count(value)
         return value

@@ -10,6 +10,8 @@ from typing import Any, Final, Optional, cast
 
 from mypy_extensions import i64
 
+from fastser.codec.collisions import HashCounter
+
 
 def is_container(obj: object) -> bool:
     t = type(obj)
@@ -228,22 +230,31 @@ def big_endian(data: bytes, start: i64, size: i64) -> i64:
     return value
 
 
-# Fewer float-like bytes (0xca, 0xcb) than this cannot make a group of colliding float keys
-# worth counting: a dict of them probes at most ~500 times in all.
-FLOAT_BYTES_WORTH_COUNTING: Final = 33
+# Float keys are counted only where a map of this many may stand: fewer colliding keys in
+# one dict cost it at most ~1 + 40/20 times a benign decode of the same bytes (measured:
+# groups of 200 cost 11 times). Such a map takes 10 bytes a key or more (0xcb and 8 bytes,
+# and a value), more than 15 entries (a fixmap's most) a map16 or map32 header (0xde, 0xdf),
+# and as many bytes 0xcb. Float32 keys (0xca), which no writer of fastser's sends, need no
+# count: a float32 has 24 bits of mantissa, and at most ~5 of them share a hash (m * 2**(e
+# mod 61) mod 2**61-1 must fit 24 bits, which one rotation of the hash's bits and ~5
+# exponents do).
+FLOAT_KEYS_WORTH_COUNTING: Final = 40
 
 
 def many_float_bytes(data: bytes) -> bool:
-    """Whether `data` holds FLOAT_BYTES_WORTH_COUNTING bytes 0xca or 0xcb, the first bytes of
-    msgpack's floats (a memchr at a time: most headers hold few, or many close together)."""
+    """Whether `data` may hold a map of FLOAT_KEYS_WORTH_COUNTING float keys: long enough,
+    with a byte 0xde or 0xdf, and that many bytes 0xcb (a memchr each: a count would read
+    every byte of a large header at ~5 instructions a byte). A control message is too short
+    to be looked at twice."""
+    if len(data) < 10 * FLOAT_KEYS_WORTH_COUNTING or (0xde not in data and 0xdf not in data):
+        return False
+    at = data.find(0xcb)
     found = 0
-    for marker in (0xcb, 0xca):
-        at = data.find(marker)
-        while at >= 0:
-            found += 1
-            if found >= FLOAT_BYTES_WORTH_COUNTING:
-                return True
-            at = data.find(marker, at + 1)
+    while at >= 0:
+        found += 1
+        if found >= FLOAT_KEYS_WORTH_COUNTING:
+            return True
+        at = data.find(0xcb, at + 1)
     return False
 
 
@@ -251,17 +262,22 @@ def many_float_bytes(data: bytes) -> bool:
 KEYS_TOO_DEEP: Final = -3
 
 
-def float_key_hashes(data: bytes, counter: Any) -> bool:
-    """Count, with `counter` (a codec.collisions.HashCounter), the hash of every float that
-    stands as a key of a map in the msgpack value at the start of `data`: msgpack makes
-    those floats and inserts them with no hook between. Returns False when the header
-    nests deeper than SCAN_DEPTH (its floats there are not counted), True otherwise; bytes
+def float_key_hashes(data: bytes, counter: HashCounter) -> i64:
+    """Count, with `counter`, the hash of every float that stands as a key of a map in the
+    msgpack value at the start of `data`: msgpack makes those floats and inserts them with
+    no hook between. Returns how deep its containers nest (what header_nests_deeper
+    compares with its budget: the decoder needs no second scan),
+    KEYS_TOO_DEEP past SCAN_DEPTH (its floats there are not counted), or -1 where bytes
     that are not one msgpack value end the scan early (msgpack refuses them itself)."""
-    return float_keys(data, 0, len(data), 1, False, counter, SCAN_DEPTH) != KEYS_TOO_DEEP
+    counter.deepest = 0
+    end = float_keys(data, 0, len(data), 1, False, counter, SCAN_DEPTH)
+    if end == KEYS_TOO_DEEP:
+        return KEYS_TOO_DEEP
+    return counter.deepest if 0 <= end <= len(data) else -1
 
 
-def float_keys(data: bytes, pos: i64, end: i64, count: i64, in_map: bool, counter: Any,
-               budget: i64) -> i64:
+def float_keys(data: bytes, pos: i64, end: i64, count: i64, in_map: bool,
+               counter: HashCounter, budget: i64) -> i64:
     """skip_values, counting float map keys: the position after the `count` values at
     `pos` (a map's keys and values alternate when `in_map`), -1 at bytes that end early or
     that msgpack never writes, KEYS_TOO_DEEP past `budget` levels."""
@@ -314,9 +330,12 @@ def float_keys(data: bytes, pos: i64, end: i64, count: i64, in_map: bool, counte
             is_map = first > 0xdd
             items = 2 * count_here if is_map else count_here
             pos += 1 + size
+        if budget <= 0:  # every container counts, as in skip_values
+            return KEYS_TOO_DEEP
+        level: i64 = SCAN_DEPTH - budget + 1
+        if level > counter.deepest:
+            counter.deepest = level
         if items > 0:
-            if budget <= 0:
-                return KEYS_TOO_DEEP
             pos = float_keys(data, pos, end, items, is_map, counter, budget - 1)
             if pos < 0:
                 return pos
