@@ -213,7 +213,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
         profile = profile.without_netem()
     workers = [f"w{number}" for number in range(1, args.workers + 1)]
     print(f"{profile_name}: {profile.describe()}; building the network and starting "
-          f"{len(variants)} clusters", flush=True)
+          f"{len(variants)} cluster{'s' if len(variants) > 1 else ''}", flush=True)
     lab = Lab(profile, log_dir)
     try:
         lab.build(["scheduler"] + workers + ["client"])
