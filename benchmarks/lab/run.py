@@ -190,7 +190,7 @@ def start_clusters(lab: Lab, args: argparse.Namespace, variants: list[str],
         ready = client.receive(max(1.0, deadline - time.monotonic()))
         compression = ready["compression"]
         print(f"  {variant}: {addresses[variant]}, fastser {ready['fastser']}, "
-              f"compression {compression}, "
+              f"distributed.comm.compression {compression}, "
               f"workers {', '.join(ready['workers'])}", flush=True)
     return clients
 
