@@ -32,6 +32,7 @@ WORKLOADS = ("transfer-random", "transfer-small", "gather")
 CONNECT_TIMEOUT = 120.0  # seconds, for the scheduler and the workers to be there
 # distributed leaves Client unannotated: handled as Any (mypy --strict).
 Client: Any = distributed.Client
+wait: Any = distributed.wait
 
 
 def make_random(seed: int, items: int) -> Any:
@@ -81,14 +82,14 @@ class Workloads:
             seeds = [round_ * 1000 + i + 1_000_000 for i in range(chunks)]
             self.made = client.map(make, seeds, [self.items] * chunks, workers=self.sender,
                                    key=[f"{workload}-{round_}-{i}" for i in range(chunks)])
-            distributed.wait(self.made, timeout=CONNECT_TIMEOUT)
+            wait(self.made, timeout=CONNECT_TIMEOUT)
 
             def transfer() -> int:
                 read = client.map(first_item, self.made, workers=self.receivers,
                                   key=[f"read-{workload}-{round_}-{i}" for i in range(chunks)])
                 client.gather(read)
                 self.made += read
-                return chunks * self.items * 8
+                return int(chunks * self.items * 8)
             self.timed = transfer
         gc.collect()
         client.run(gc.collect)

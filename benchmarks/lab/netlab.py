@@ -298,9 +298,8 @@ class Lab:
             if process.poll() is not None:
                 with open(log, errors="replace") as file:
                     end = "".join(file.readlines()[-15:])
-                raise LabError(f"{' '.join(process.args[4:7])}... in "
-                               f"{process.args[3]} exited ({process.returncode}); the end "
-                               f"of {log}:\n{end}")
+                raise LabError(f"a process of the lab exited ({process.returncode}); "
+                               f"the end of its log, {log}:\n{end}")
 
     def pids(self) -> list[int]:
         """Every live process of the lab's process groups (a nanny's worker included, even
