@@ -1,0 +1,370 @@
+"""Dask clusters across hosts of a network lab on this machine: tcp:// against fastser://.
+
+    python benchmarks/lab/run.py [--profiles 1gbit] [--workloads transfer]
+        [--variants tcp,tcp-lz4,fastser,fastser-lz4] [--rounds 5] [--workers 2]
+        [--chunks 8] [--chunk-mb 8] [--tasks 2000] [--python PYTHON] [--json FILE]
+    python benchmarks/lab/run.py --clean [--force]
+
+Needs root (it makes network namespaces). For each profile it builds a network of hosts
+(netlab.py: one namespace per host, veth pairs on one bridge, 10.213.77.0/24, links shaped
+with tc), then starts in them, for every variant at once, what users run: `dask scheduler
+--protocol ...` on the scheduler host, `dask worker ...` (with its nanny) on each worker
+host, and the client script (client.py) on the client host, all with --python (the
+environment holding fastser and distributed: fastser's entry points register fastser://).
+Variants: tcp (as distributed ships it: no compression), tcp-lz4
+(distributed.comm.compression=lz4 in every process), fastser, fastser-lz4 (fastser://
+compresses with what that setting agrees on). Workloads: those of client.py; `transfer`
+names both transfers.
+
+Each round runs every workload on every variant, the variants in an order rotated from round
+to round, each run once the lab's processes are quiet. The report gives per profile,
+workload and variant the median time, the median over rounds of the per-round ratio of the
+variant's time to tcp's (below 1: faster than tcp), and the bytes that crossed the busiest
+direction of a host's link per second, as a fraction of the link's rate (`link`). Everything
+the lab made is removed when it ends, fails or is interrupted; `--clean` removes what a
+killed run left (`--force`: also that of runs still going).
+"""
+
+import argparse
+import json
+import os
+import selectors
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping
+from types import FrameType
+from typing import Any, Final, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netlab import (PROFILES, Lab, LabError, check_can_build, clean_leftovers,  # noqa: E402
+                    has_netem)
+
+CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client.py")
+REPLY: Final = "@lab "
+# name: (scheme, distributed.comm.compression in every process of its cluster)
+VARIANTS: Final = {
+    "tcp": ("tcp", "False"),
+    "tcp-lz4": ("tcp", "lz4"),
+    "fastser": ("fastser", "False"),
+    "fastser-lz4": ("fastser", "lz4"),
+}
+WORKLOADS: Final = ("transfer-random", "transfer-small", "gather")
+ALIASES: Final = {"transfer": ("transfer-random", "transfer-small")}
+FIRST_PORT: Final = 8786  # the schedulers', one per variant
+START_TIMEOUT: Final = 240.0  # seconds, for every cluster of a profile to be ready
+# Quiet: every process of the lab together under QUIET_SHARE of a core each over
+# QUIET_WINDOW seconds, waited for QUIET_TIMEOUT at most (as benchmarks/cluster.py does, for
+# the same reason: on 2 cores, what one cluster still does slows the next run).
+QUIET_SHARE: Final = 0.01
+QUIET_WINDOW: Final = 0.2
+QUIET_TIMEOUT: Final = 10.0
+TICKS: Final = os.sysconf("SC_CLK_TCK")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(number: int, frame: Optional[FrameType]) -> None:
+    raise Interrupted(signal.Signals(number).name)
+
+
+class ClientProcess:
+    """client.py in the client host, driven one JSON line at a time, every wait bounded."""
+
+    def __init__(self, lab: Lab, variant: str, argv: list[str], env: dict[str, str]) -> None:
+        self.variant = variant
+        self.lab = lab
+        self.process = lab.spawn("client", argv, env, f"client-{variant}.log", pipes=True)
+        self.selector = selectors.DefaultSelector()
+        stdout = self.process.stdout
+        if stdout is None:
+            raise LabError("the client has no stdout")
+        self.stdout = stdout
+        os.set_blocking(stdout.fileno(), False)
+        self.selector.register(stdout, selectors.EVENT_READ)
+        self.buffer = b""
+        self.log = os.path.join(lab.log_dir, f"client-{variant}.log")
+
+    def receive(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith(REPLY):
+                    message: dict[str, Any] = json.loads(text[len(REPLY):])
+                    if "error" in message:
+                        raise LabError(f"the {self.variant} client failed:\n"
+                                       f"{message['error']}")
+                    return message
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LabError(f"the {self.variant} client did not answer in {timeout:g} s "
+                               f"(its log: {self.log})")
+            self.lab.check_running()
+            if self.selector.select(min(left, 1.0)):
+                data = self.stdout.read(65536)
+                if not data:
+                    raise LabError(f"the {self.variant} client exited "
+                                   f"(its log: {self.log}):\n{tail(self.log)}")
+                self.buffer += data
+
+    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        stdin = self.process.stdin
+        if stdin is None:
+            raise LabError("the client has no stdin")
+        stdin.write((json.dumps(request) + "\n").encode())
+        stdin.flush()
+        return self.receive(timeout)
+
+
+def tail(path: str, lines: int = 30) -> str:
+    try:
+        with open(path, errors="replace") as file:
+            return "".join(file.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def settle(lab: Lab) -> bool:
+    """Wait until the lab's processes are quiet; False if still busy at QUIET_TIMEOUT."""
+    deadline = time.monotonic() + QUIET_TIMEOUT
+    while time.monotonic() < deadline:
+        pids = lab.pids()
+        before = cpu_seconds(pids)
+        time.sleep(QUIET_WINDOW)
+        if cpu_seconds(pids) - before < QUIET_SHARE * len(pids) * QUIET_WINDOW:
+            return True
+    return False
+
+
+def start_clusters(lab: Lab, args: argparse.Namespace, variants: list[str],
+                   workers: list[str]) -> dict[str, ClientProcess]:
+    """Every variant's scheduler, workers (with nannies) and client, started at once."""
+    python = args.python
+    base = {key: value for key, value in os.environ.items() if not key.startswith("DASK_")}
+    scheduler_host = lab.hosts["scheduler"].address
+    clients = {}
+    envs = {}
+    addresses = {}
+    for number, variant in enumerate(variants):
+        scheme, compression = VARIANTS[variant]
+        envs[variant] = dict(base, DASK_DISTRIBUTED__COMM__COMPRESSION=compression)
+        port = FIRST_PORT + number
+        addresses[variant] = f"{scheme}://{scheduler_host}:{port}"
+        lab.spawn("scheduler", [python, "-m", "dask", "scheduler", "--protocol", scheme,
+                                "--host", scheduler_host, "--port", str(port),
+                                "--no-dashboard", "--dashboard-address", ":0"],
+                  envs[variant], f"scheduler-{variant}.log")
+    for variant in variants:
+        scheme = VARIANTS[variant][0]
+        for worker in workers:
+            lab.spawn(worker, [python, "-m", "dask", "worker", addresses[variant],
+                               "--protocol", scheme, "--host", lab.hosts[worker].address,
+                               "--nanny", "--nthreads", "1", "--name", f"{worker}-{variant}",
+                               "--no-dashboard", "--death-timeout", "60"],
+                      envs[variant], f"{worker}-{variant}.log")
+    for variant in variants:
+        clients[variant] = ClientProcess(
+            lab, variant, [python, CLIENT, addresses[variant], "--workers", str(len(workers)),
+                           "--chunks", str(args.chunks), "--chunk-mb", str(args.chunk_mb),
+                           "--tasks", str(args.tasks)], envs[variant])
+    deadline = time.monotonic() + START_TIMEOUT
+    for variant, client in clients.items():
+        ready = client.receive(max(1.0, deadline - time.monotonic()))
+        compression = ready["compression"]
+        print(f"  {variant}: {addresses[variant]}, fastser {ready['fastser']}, "
+              f"distributed.comm.compression {compression}, "
+              f"workers {', '.join(ready['workers'])}", flush=True)
+    return clients
+
+
+def busiest(before: dict[str, int], after: dict[str, int]) -> int:
+    """The bytes that crossed the busiest direction of a link between two counts."""
+    return max((after[key] - before[key] for key in after if key in before), default=0)
+
+
+def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str],
+                workloads: list[str], log_dir: str) -> list[dict[str, Any]]:
+    profile = PROFILES[profile_name]
+    if profile.needs_netem() and not args.netem:
+        print(f"{profile_name}: no netem in this kernel: its delay and loss are not applied",
+              flush=True)
+        profile = profile.without_netem()
+    workers = [f"w{number}" for number in range(1, args.workers + 1)]
+    print(f"{profile_name}: {profile.describe()}; building the network and starting "
+          f"{len(variants)} cluster{'s' if len(variants) > 1 else ''}", flush=True)
+    lab = Lab(profile, log_dir)
+    try:
+        lab.build(["scheduler"] + workers + ["client"])
+        clients = start_clusters(lab, args, variants, workers)
+        times: dict[tuple[str, str], list[float]] = {}
+        rates: dict[tuple[str, str], list[float]] = {}
+        busy = 0
+        for round_ in range(args.rounds):
+            shift = round_ % len(variants)
+            order = variants[shift:] + variants[:shift]
+            for workload in workloads:
+                for variant in order:
+                    client = clients[variant]
+                    client.ask({"op": "prepare", "workload": workload, "round": round_},
+                               args.timeout)
+                    if not settle(lab):
+                        busy += 1
+                    before = lab.link_bytes()
+                    result = client.ask({"op": "run"}, args.timeout)
+                    moved = busiest(before, lab.link_bytes())
+                    times.setdefault((workload, variant), []).append(result["seconds"])
+                    rates.setdefault((workload, variant), []).append(
+                        moved / result["seconds"])
+            print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
+        for client in clients.values():
+            try:
+                client.ask({"op": "quit"}, 1.0)
+            except LabError:
+                pass  # quit answers nothing; the client exits
+    finally:
+        lab.close()
+    rows = []
+    for workload in workloads:
+        tcp = times.get((workload, "tcp"))
+        for variant in variants:
+            own = times[(workload, variant)]
+            link_rate = statistics.median(rates[(workload, variant)])
+            rows.append({
+                "profile": profile_name, "workload": workload, "variant": variant,
+                "network": profile.describe(),
+                "median_s": statistics.median(own),
+                "ratio_to_tcp": (statistics.median(mine / theirs
+                                                   for mine, theirs in zip(own, tcp))
+                                 if tcp else None),
+                "link_fraction": (link_rate * 8 / profile.rate_bit
+                                  if profile.rate_bit is not None else None),
+                "link_mb_s": link_rate / 1e6,
+                "times_s": own,
+            })
+    if busy:
+        print(f"  ({busy} runs started before the lab was quiet)", flush=True)
+    return rows
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    print(f"{'profile':9s} {'workload':16s} {'variant':12s} {'median':>9s} {'/tcp':>6s} "
+          f"{'link MB/s':>10s} {'link':>6s}")
+    for row in rows:
+        ratio = "" if row["ratio_to_tcp"] is None else f"{row['ratio_to_tcp']:.2f}"
+        fraction = "" if row["link_fraction"] is None else f"{row['link_fraction']:.2f}"
+        print(f"{row['profile']:9s} {row['workload']:16s} {row['variant']:12s} "
+              f"{row['median_s']:8.3f}s {ratio:>6s} {row['link_mb_s']:10.1f} {fraction:>6s}")
+
+
+def choose(text: str, known: tuple[str, ...], what: str,
+           aliases: Optional[Mapping[str, tuple[str, ...]]] = None) -> list[str]:
+    chosen: list[str] = []
+    for name in text.split(","):
+        names = (aliases or {}).get(name, (name,))
+        for one in names:
+            if one not in known:
+                raise SystemExit(f"unknown {what} {one!r}; known: {', '.join(known)}")
+            if one not in chosen:
+                chosen.append(one)
+    return chosen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", "--profile", default="1gbit",
+                        help=f"comma-separated, of {', '.join(PROFILES)}")
+    parser.add_argument("--workloads", default="transfer",
+                        help=f"comma-separated, of {', '.join(WORKLOADS)} (transfer: both "
+                        "transfers)")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2, choices=(2, 3))
+    parser.add_argument("--chunks", type=int, default=8, help="arrays per transfer")
+    parser.add_argument("--chunk-mb", type=int, default=8, help="MB per array")
+    parser.add_argument("--tasks", type=int, default=2000, help="results per gather")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter of the cluster's processes (default: this one)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds one request to a client may take")
+    parser.add_argument("--without-netem", action="store_true",
+                        help="where the kernel has no netem, run profiles with a delay or "
+                        "loss with their rate alone (marked in the report) instead of refusing")
+    parser.add_argument("--json", metavar="FILE", help="write the rows to FILE")
+    parser.add_argument("--logs", metavar="DIR", help="keep the processes' logs in DIR")
+    parser.add_argument("--clean", action="store_true",
+                        help="remove what killed runs left (namespaces, links, processes)")
+    parser.add_argument("--force", action="store_true",
+                        help="with --clean: also what runs still going made")
+    args = parser.parse_args()
+    profiles = choose(args.profiles, tuple(PROFILES), "profile")
+    workloads = choose(args.workloads, WORKLOADS, "workload", ALIASES)
+    variants = choose(args.variants, tuple(VARIANTS), "variant")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    try:
+        check_can_build()
+    except LabError as exc:
+        print(f"lab: {exc}", file=sys.stderr)
+        return 2
+    args.netem = has_netem()
+    if args.clean:
+        removed = clean_leftovers(args.force)
+        print(f"removed {len(removed)} namespaces" + (f": {', '.join(removed)}"
+                                                       if removed else ""))
+        return 0
+    missing = [name for name in profiles if PROFILES[name].needs_netem()]
+    if missing and not args.netem and not args.without_netem:
+        print(f"lab: the profiles {', '.join(missing)} need tc's netem (delay, loss), which "
+              "this kernel lacks; --without-netem runs them with their rate alone",
+              file=sys.stderr)
+        return 2
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(number, on_signal)
+    log_dir = args.logs or tempfile.mkdtemp(prefix="fsl-logs-")
+    os.makedirs(log_dir, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    failed = False
+    try:
+        for profile in profiles:
+            rows += run_profile(profile, args, variants, workloads, log_dir)
+    except (LabError, Interrupted) as exc:
+        failed = True
+        print(f"lab: {exc}", file=sys.stderr)
+    except Exception:
+        failed = True
+        traceback.print_exc()
+    if rows:
+        print_rows(rows)
+    if args.json and rows:
+        with open(args.json, "w") as file:
+            json.dump(rows, file, indent=1)
+    if failed:
+        print(f"lab: the processes' logs are in {log_dir}", file=sys.stderr)
+    elif not args.logs:
+        for name in os.listdir(log_dir):
+            os.unlink(os.path.join(log_dir, name))
+        os.rmdir(log_dir)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""benchmarks/lab: the network lab (Dask clusters across network namespaces) builds, moves
+data over fastser:// on a shaped link, and leaves nothing behind; it refuses, saying why,
+where namespaces cannot be made. The smoke test needs root and iproute2; it is skipped
+elsewhere, unless FASTSER_LAB_REQUIRED=1 (then that skip is a failure)."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+LAB = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "lab"
+REQUIRED = "FASTSER_LAB_REQUIRED"
+SMOKE_TIMEOUT = 120.0  # seconds; the smoke run takes about 10 s on an idle 2-core machine
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"lab_{name}", LAB / f"{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no {name}.py in {LAB}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def unavailable(reason: str) -> None:
+    """Skip, or fail where the lab is required."""
+    if os.environ.get(REQUIRED) == "1":
+        pytest.fail(f"{REQUIRED}=1, but the lab cannot run here: {reason}")
+    pytest.skip(reason)
+
+
+def netlab() -> Any:
+    if not LAB.is_dir():
+        unavailable(f"no {LAB} (the tests run outside the repository)")
+    return load("netlab")
+
+
+def require_lab() -> Any:
+    """netlab, where namespaces, veths, a bridge and tbf can be made (otherwise a skip or
+    a failure, with netlab's reason)."""
+    lab = netlab()
+    try:
+        lab.check_can_build()
+    except lab.LabError as exc:
+        unavailable(str(exc))
+    return lab
+
+
+def test_refuses_without_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    lab = netlab()
+    monkeypatch.setattr(lab.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(lab.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    with pytest.raises(lab.LabError, match="needs root"):
+        lab.check_can_build()
+
+
+@pytest.mark.parametrize("required", ["1", ""])
+def test_required_turns_the_skip_into_a_failure(monkeypatch: pytest.MonkeyPatch,
+                                                required: str) -> None:
+    lab = netlab()
+    monkeypatch.setattr(lab.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(lab.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    monkeypatch.setattr(sys.modules[__name__], "netlab", lambda: lab)
+    monkeypatch.setenv(REQUIRED, required)
+    expected = pytest.fail.Exception if required else pytest.skip.Exception
+    with pytest.raises(expected, match="needs root"):
+        require_lab()
+
+
+def namespaces(prefix: str) -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            timeout=20).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith(prefix)]
+
+
+def test_smoke_fastser_transfer_on_1gbit(tmp_path: pathlib.Path) -> None:
+    """Scheduler, 2 worker hosts and a client on the 1gbit profile (its rate alone where
+    the kernel has no netem), one transfer of 2 arrays of 8 MB over fastser://: it
+    completes, the bytes crossed the shaped link no faster than its rate, and every
+    namespace the run made is gone."""
+    lab = require_lab()
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        unavailable("distributed (fastser's dask extra) is not installed")
+    rows_file = tmp_path / "rows.json"
+    process = subprocess.Popen(
+        [sys.executable, str(LAB / "run.py"), "--profiles", "1gbit", "--without-netem",
+         "--variants", "fastser", "--workloads", "transfer-random", "--rounds", "1",
+         "--chunks", "2", "--chunk-mb", "8", "--tasks", "10", "--json", str(rows_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = process.communicate(timeout=SMOKE_TIMEOUT)[0]
+    finally:
+        if process.poll() is None:
+            process.terminate()  # the run removes what it made on SIGTERM
+            process.communicate(timeout=60)
+    assert process.returncode == 0, output
+    assert namespaces(f"{lab.PREFIX}{process.pid}-") == []
+    rows = json.loads(rows_file.read_text())
+    assert [(row["profile"], row["workload"], row["variant"]) for row in rows] == [
+        ("1gbit", "transfer-random", "fastser")]
+    row = rows[0]
+    assert row["median_s"] > 0 and row["ratio_to_tcp"] is None
+    # 16 MB of payload crossed the receiver's link: most of what it counted, and no faster
+    # than 1 Gbit (with a margin for tbf's bucket, which starts full).
+    assert 16e6 <= row["link_mb_s"] * 1e6 * row["median_s"] <= 20e6, output
+    assert 0 < row["link_fraction"] <= 1.1, output
+    assert "fastser compiled" in output or "fastser pure" in output
