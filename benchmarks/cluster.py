@@ -46,8 +46,10 @@ import psutil  # a dependency of distributed
 
 import fastser
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "traffic"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "traffic")]
 import dask_workloads  # noqa: E402
+from harness import paired  # noqa: E402
 
 SCHEMES = ("tcp://", "fastser://")  # --schemes: the default pair
 # distributed leaves Client and LocalCluster unannotated: handled as Any here (mypy --strict
@@ -198,11 +200,6 @@ def time_clusters(args: argparse.Namespace, names: list[str],
     return times, busy
 
 
-def ratios(first: list[float], second: list[float]) -> list[float]:
-    """first / second, round by round."""
-    return [one / other for one, other in zip(first, second)]
-
-
 def cluster_names(schemes: list[str]) -> list[str]:
     """Each cluster's name: its scheme, the second marked when both have the same (a
     calibration: what two clusters alike differ by)."""
@@ -253,9 +250,8 @@ def main() -> None:
             "first_median_s": statistics.median(one),
             "second_median_s": statistics.median(other),
             # Over every round of every pair of clusters.
-            "ratio_first_over_second": statistics.median(ratios(one, other)),
-            "ratio_per_clusters": [statistics.median(ratios(times[what][first],
-                                                            times[what][second]))
+            "ratio_first_over_second": paired(one, other),
+            "ratio_per_clusters": [paired(times[what][first], times[what][second])
                                    for times in pairs],
             "noise_first": max(one) / min(one), "noise_second": max(other) / min(other),
         }

@@ -1,10 +1,8 @@
 """How the fastser:// comm receives a message, against the alternatives: the round trip of one
 message of arrays to a receiver process, over tcp://, over fastser:// as it is (one buffer per
 message, transport.receive_buffer's; a read per frame of up to 1 MiB), and over fastser://
-as it was or might be: with a read per run of adjacent frames (of up to 1 GiB, or of up to
-1 MiB), into an mmap of shared memory from 32 MiB on, into numpy.empty's buffer at every size,
-with a buffer of its own for each payload of 1 MiB or more (as tcp:// does; a split
-payload's pieces end to end in theirs), or without the mmap's pages faulted in ahead of each
+as it was: with a read per run of adjacent frames (of up to 1 GiB, or of up to 1 MiB), into
+numpy.empty's buffer at every size, or without the mmap's pages faulted in ahead of each
 read (transport.receive_buffer.populate), interleaved. On a fresh machine; a cluster whose
 memory has been churned (benchmarks/cluster.py's full run) may rank them otherwise.
 
@@ -20,51 +18,27 @@ Needs the dask extra and numpy; uses the fastser that `import fastser` finds.
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import struct
+import sys
 import time
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import paired  # noqa: E402
+
 RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// 1 MiB per run",
-             "fastser:// shared mmap", "fastser:// numpy.empty", "fastser:// a buffer per payload",
-             "fastser:// not populated")
+             "fastser:// numpy.empty", "fastser:// not populated")
 SHAPES = "50x1048576,5x8000000,1x100000000,1x40000000,10x100000,200x65536"
-OWN_BUFFER_BYTES = 2**20  # the smallest payload given a buffer of its own
-
-
-def payload_layout(lengths: Any, split_size: int) -> tuple[list[int], list[tuple[int, int]]]:
-    """Buffer sizes, and each frame's (buffer, offset): frames of OWN_BUFFER_BYTES or more
-    after the header get a buffer each, and the frame after a piece of exactly
-    split_frames' size goes right after it; the others share buffer 0."""
-    from fastser.buffers import FRAME_ALIGNMENT
-    from fastser.frames.stream import frame_start
-    piece = split_size - split_size % FRAME_ALIGNMENT or split_size
-    sizes, places, continued = [0], [], False
-    for length in lengths:
-        if continued:
-            buffer, start = len(sizes) - 1, sizes[-1]
-        elif length >= OWN_BUFFER_BYTES and places:
-            sizes.append(0)
-            buffer, start = len(sizes) - 1, 0
-        else:
-            buffer, start = 0, frame_start(sizes[0], length)
-        places.append((buffer, start))
-        sizes[buffer] = start + length
-        continued = length == piece and buffer > 0
-    return sizes, places
 
 
 def alternative_reader(receiver: str) -> Any:
     """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
-    frames of up to 1 GiB or of up to READ_BYTES, into an mmap of shared memory from 32 MiB
-    on, into numpy.empty's buffer at every size (transparent huge pages from 4 MiB on), into
-    a buffer per payload, or with no populate before each read. fastser.dask is never
-    compiled, so the receiver's module attribute can be replaced."""
-    import mmap
-
+    frames of up to 1 GiB or of up to READ_BYTES, into numpy.empty's buffer at every size
+    (transparent huge pages from 4 MiB on), or with no populate before each read.
+    fastser.dask is never compiled, so the receiver's module attribute can be replaced."""
     import numpy
-    from distributed.comm.tcp import TCP
-    from fastser.frames.placed import PLACED_MIN_BYTES, place
     from fastser.frames.stream import (COUNT, WORD, check_count, check_lengths, frame_layout,
                                        frame_runs, frame_start, slice_frames)
     from fastser.transport.receive_buffer import READ_BYTES, populate, receive_buffer
@@ -75,27 +49,8 @@ def alternative_reader(receiver: str) -> Any:
         if count:
             lengths = struct.unpack_from(f"<{count}Q", await stream.read_bytes(WORD * count))
         check_lengths(lengths, limits)
-        if receiver.endswith("a buffer per payload"):
-            sizes, places = payload_layout(lengths, TCP.max_shard_size)
-            buffers = [receive_buffer(size) for size in sizes]
-            frames: list[memoryview] = []
-            placed, before = False, (-1, -1)
-            for length, (buffer, start) in zip(lengths, places):
-                frame = buffers[buffer][start:start + length]
-                for offset in range(0, length, READ_BYTES):
-                    populate(buffers[buffer], start + offset,
-                             start + min(offset + READ_BYTES, length))
-                    await stream.read_into(frame[offset:offset + READ_BYTES])
-                placed = length >= PLACED_MIN_BYTES or (placed and before == (buffer, start))
-                if placed:
-                    place(frame, start, start + length)
-                frames.append(frame)
-                before = (buffer, start + length)
-            return frames
         gaps, size = frame_layout(lengths)
-        if receiver.endswith("shared mmap") and size >= 32 * 2**20:
-            view = memoryview(mmap.mmap(-1, size))
-        elif receiver.endswith("numpy.empty"):
+        if receiver.endswith("numpy.empty"):
             view = memoryview(numpy.empty(size, numpy.uint8))
         else:
             view = receive_buffer(size)
@@ -168,7 +123,7 @@ async def send(addresses: dict[str, str], shapes: list[tuple[int, int]],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--shapes", default=SHAPES)
     args = parser.parse_args()
@@ -193,9 +148,9 @@ def main() -> None:
     for (count, size), by_receiver in times.items():
         cells = []
         for receiver in RECEIVERS:
-            ratio = statistics.median(
-                a / b for a, b in zip(by_receiver["tcp://"], by_receiver[receiver]))
-            cells.append(f"{statistics.median(by_receiver[receiver]) * 1e3:10.2f} ms {ratio:5.2f}x")
+            ratio = paired(by_receiver["tcp://"], by_receiver[receiver])
+            cells.append(f"{statistics.median(by_receiver[receiver]) * 1e3:10.2f} ms "
+                         f"{ratio:5.2f}x")
         print(f"{f'{count} x {size:,} B':>22s}" + "".join(f"{cell:>26s}" for cell in cells))
 
 

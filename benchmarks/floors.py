@@ -1,66 +1,34 @@
-"""The floors under five of issue 4's targets and under the traffic corpus's heartbeat,
-timed side by side in one process.
+"""The floors under the suite's targets and under the traffic corpus's heartbeat: the least
+a design can cost, timed beside fastser in one process (harness.py's batches, rounds
+in rotated order; each line's ratio is to the first line of its group, round by round).
 
-    PY benchmarks/floors.py [--rounds N] [--only 'W3 loads,W1 dumps']
+    PY benchmarks/floors.py [--rounds N] [--only 'arrays loads,control-message dumps']
 
 PY has fastser (compiled, to measure the compiled build) and the bench extra installed.
+benchmarks/README.md says what each group's lines are. The ones that need a reason:
 
-W1 dumps and loads: where a control message's time goes. `Encoder.dumps` and
-`Decoder.loads` are the compiled methods the public functions reach (through a partial
-and a compiled function that checks the options); `reused Packer.pack` is the packing
-alone; `unpackb + no-op hooks` decodes fastser's own W1 header with hooks that do
-nothing, `unpackb, no hooks` with none (lists stay lists, where the floor makes tuples:
-fastser's bytes decode as fast as the floor's), and
-`unpackb + list_hook=tuple` with a C builtin as the list hook: the floor of any decoder
-that has msgpack show it each array (how a tuple's lead, a set or a record is seen
-inside msgpack's one pass), since msgpack calls a list hook through a generic call with
-an argument tuple, whatever the hook.
-
-W3 loads: what its ratio is made of. pickle with out-of-band buffers is the C baseline for
-the same arrays; not split (frame_split_size above 100 MiB), the array needs no join; the
-join of its two pieces as FrameReader handed them out (known adjacent from where it placed
-them), and as unpack_frames did (a slice of the caller's buffer: one ctypes address per
-piece and one of their buffer, as a memoryview shows no address); fastser's header decoded
-with an ext_hook that does nothing.
-
-W2 dumps: fastser walks the message (out-of-band bytes, nesting depth, types) and packs it
-with a Packer it reuses; the floor is msgpack.packb, which builds a Packer per call. `reused
-Packer.pack` is the packing alone: on a batch of 1,000 messages the Packer's set-up is spread
-thin, so fastser's ratio to the floor is at least 1 + walk / pack.
-
-W1 and W2 dumps, `bare walk + reused Packer`: benchmarks/bare_walk.py, compiled with mypyc
-when the first of these groups is built (mypy is in the bench extra), visits every entry
-and item and checks its type, building and marking nothing, before the reused Packer packs
-the message: the least a mypyc walk over msgpack can cost, so a ratio above 1 there puts
-the target out of reach of this design.
-
-W5 loads: a received bytes value must own its memory, so every codec copies each 64 KiB
-value once. distributed's values are inline in its msgpack header, where msgpack copies them
-in C. fastser's are out-of-band frames named by extension types (zero-copy dumps), so each
-costs an ext_hook call. `unpackb + no-op hooks, then copies` is that design's floor: fastser's
-own W5 header decoded with hooks that do nothing, then one bytes() per payload frame.
-
-heartbeat dumps and loads: the one kind of the traffic corpus (traffic/corpus) where fastser
-is slower than distributed, a worker's heartbeat to the scheduler, built and coded as
-traffic/bench.py does (each codec as its comm calls it). It holds 38 tuples (keys of
-digests) and a Counter (task_counts), whose types fastser keeps and distributed loses: its
-msgpack packs a tuple as an array and a Counter as a map, and reads every array back as a
-tuple. `pack keeping tuples` is msgpack alone with the `default` that leads each tuple
-(no walk, and the Counter as a plain dict); `pickle of the Counter` is its pickle alone.
-Their sum is the least that keeping those types costs. On loads, `unpackb + list_hook=tuple`
-decodes fastser's header with a C builtin as the hook (see W1 loads), and the Counter
-is unpickled on its own.
-
-Each line: the median time per call, and the median over rounds of its ratio to the first
-line of its group, measured in the same round.
+- `unpackb + list_hook=tuple`: msgpack with a C builtin as the list hook, the floor of any
+  decoder that has msgpack show it each array (a tuple's lead, a set, a record), since
+  msgpack calls a list hook through a generic call with an argument tuple, whatever the hook.
+- `bare walk + reused Packer`: bare_walk.py, compiled with mypyc when the first group that
+  needs it is built (mypy is in the bench extra), visits and type-checks every entry and
+  item, building and marking nothing, before a reused Packer packs: the least a mypyc walk
+  over msgpack can cost, so a ratio above 1 there puts a target out of this design's reach.
+- raw-bytes loads: a received bytes value must own its memory, so every codec copies each
+  64 KiB value once; distributed's msgpack does it in C, fastser's values are out-of-band
+  frames named by extension types (zero-copy dumps), each an ext_hook call.
+- heartbeat: its 38 tuples and its Counter are types fastser keeps and distributed loses;
+  `pack keeping tuples` plus `pickle of the Counter` is the least keeping them costs.
 """
 
 import argparse
-import gc
+import importlib.util
 import os
+import shutil
 import statistics
+import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, cast
 
@@ -69,11 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
-from suite import BLAS_SINGLE_THREAD  # noqa: E402
+from harness import BLAS_SINGLE_THREAD, calibrate, paired, rotated, time_batch  # noqa: E402
 
-os.environ.update(BLAS_SINGLE_THREAD)  # as in suite.py's workers; before numpy is imported
+os.environ.update(BLAS_SINGLE_THREAD)  # as in the harness's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
-from mypyc_module import compiled_module  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 
 def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
@@ -95,12 +64,24 @@ def no_op_list_hook(items: list[Any]) -> Any:
 
 
 def compiled_bare_walk() -> tuple[Callable[[Any], bool], str]:
-    """bare_walk.plain compiled with mypyc (about 20 s), and its label; the interpreted one,
-    labelled so, where mypyc is missing or fails."""
-    module, problem = compiled_module("bare_walk")
-    if problem is not None:
-        print(f"note: {problem}: bare walk interpreted")
-        return module.plain, "bare walk, NOT COMPILED, + Packer"
+    """bare_walk.plain compiled with mypyc in a temporary directory (about 20 s), and its
+    label; the interpreted one, labelled so, where mypyc is missing or fails."""
+    import bare_walk
+
+    if importlib.util.find_spec("mypyc") is None:
+        print("note: mypyc is not installed (the bench extra has it): bare walk interpreted")
+        return bare_walk.plain, "bare walk, NOT COMPILED, + Packer"
+    with tempfile.TemporaryDirectory(prefix="fastser-bare_walk-") as build:
+        shutil.copy(HERE / "bare_walk.py", build)
+        done = subprocess.run([sys.executable, "-m", "mypyc", "bare_walk.py"], cwd=build,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"note: mypyc failed, bare walk interpreted:\n{done.stdout}{done.stderr}")
+            return bare_walk.plain, "bare walk, NOT COMPILED, + Packer"
+        spec = importlib.util.spec_from_file_location(
+            "bare_walk", next(Path(build).glob("bare_walk.*.so")))
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module.plain, "bare walk + reused Packer"
 
 
@@ -120,7 +101,7 @@ def bare_walk_then(packer: Any, msg: Any) -> Callable[[], Any]:
 BARE_WALK: list[tuple[Callable[[Any], bool], str]] = []
 
 
-def w1_dumps() -> dict[str, Callable[[], Any]]:
+def control_message_dumps() -> dict[str, Callable[[], Any]]:
     msg = workloads.control_message(7)
     encoder = fastser.Encoder()
     packer = msgpack.Packer(use_bin_type=True)
@@ -134,7 +115,7 @@ def w1_dumps() -> dict[str, Callable[[], Any]]:
     }
 
 
-def w1_loads() -> dict[str, Callable[[], Any]]:
+def control_message_loads() -> dict[str, Callable[[], Any]]:
     msg = workloads.control_message(7)
     floor = msgpack.packb(msg, use_bin_type=True)
     frames = workloads.received_one_buffer(fastser.dumps(msg))
@@ -154,7 +135,7 @@ def w1_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
-def w1_loads_parts() -> dict[str, Callable[[], Any]]:
+def control_message_loads_parts() -> dict[str, Callable[[], Any]]:
     """What Decoder.loads does around msgpack's decode, each part called alone (from Python:
     each line carries a call's ~20 ns that the compiled loads does not pay)."""
     from fastser.codec.decoder import DecodeState
@@ -167,18 +148,19 @@ def w1_loads_parts() -> dict[str, Callable[[], Any]]:
     frames = workloads.received_one_buffer(fastser.dumps(msg))
     decoder = fastser.Decoder()
     frame_list = frame_list_of(frames)
-    body = cast(bytes, header_body(frame_list, DEFAULT_LIMITS)[1])  # a small header: bytes
+    size, header = header_body(frame_list, DEFAULT_LIMITS)
+    body = cast(bytes, header)  # a small header: bytes
     return {
         "msgpack.unpackb (the floor)": lambda: msgpack.unpackb(
             floor, raw=False, use_list=False, strict_map_key=False),
         "frames checked, header copied": lambda: header_body(frame_list, DEFAULT_LIMITS),
         "the scan for msgpack timestamps": lambda: holds_ext_minus_1(body, 0),
-        "the state the hooks share": lambda: DecodeState(decoder, frame_list),
+        "the state the hooks share": lambda: DecodeState(decoder, frame_list, size),
         "an empty lambda (the call)": lambda: None,
     }
 
 
-def w5_loads() -> dict[str, Callable[[], Any]]:
+def raw_bytes_loads() -> dict[str, Callable[[], Any]]:
     template = workloads.raw_bytes_message()
     _, dist_loads = workloads.distributed_codec()
     dist_dumps, _ = workloads.distributed_codec()
@@ -201,7 +183,7 @@ def w5_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
-def w3_loads() -> dict[str, Callable[[], Any]]:
+def arrays_loads() -> dict[str, Callable[[], Any]]:
     template = workloads.arrays_message()
     floor = msgpack.packb(workloads.convert(template, lambda data: 1, floor=True),
                           use_bin_type=True)
@@ -210,8 +192,9 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
     unsplit = workloads.received_one_buffer(fastser.dumps(msg, frame_split_size=2**40))
     pickled = workloads.received_one_buffer(
         workloads.pickle_dumps(workloads.convert(template, lambda data: data)))
-    header, pieces = frames[0][1:], frames[2:]  # the 100 MiB array's two pieces
-    unplaced = fastser.unpack_frames(bytearray(fastser.pack_frames(fastser.dumps(msg))))[2:]
+    header, pieces = frames[0][1:], cast(list[Any], frames[2:])  # the 100 MiB array's pieces
+    unplaced = cast(list[Any], fastser.unpack_frames(
+        bytearray(fastser.pack_frames(fastser.dumps(msg))))[2:])
     from fastser.frames.split import join_adjacent  # what loads does to prove them adjacent
 
     return {
@@ -227,7 +210,7 @@ def w3_loads() -> dict[str, Callable[[], Any]]:
     }
 
 
-def w2_dumps() -> dict[str, Callable[[], Any]]:
+def batch_dumps() -> dict[str, Callable[[], Any]]:
     msg = [workloads.control_message(i) for i in range(1000)]
     packer = msgpack.Packer(use_bin_type=True)
     walk_then_pack = bare_walk_then(packer, msg)
@@ -294,42 +277,30 @@ def heartbeat_loads() -> dict[str, Callable[[], Any]]:
 
 
 def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
-    for fn in fns.values():
-        fn()
-    numbers = {label: max(1, int(0.1 / max(timed(fn, 1), 1e-7))) for label, fn in fns.items()}
+    numbers = {label: calibrate(fn) for label, fn in fns.items()}
     times: dict[str, list[float]] = {label: [] for label in fns}
-    for _ in range(rounds):
-        for label, fn in fns.items():
-            times[label].append(timed(fn, numbers[label]))
+    for index in range(rounds):
+        for label in rotated([[label] for label in fns], index):
+            times[label].append(time_batch(fns[label], numbers[label]) / numbers[label])
     first = next(iter(fns))
     print(name)
     for label in fns:
-        ratio = statistics.median(a / b for a, b in zip(times[label], times[first]))
         median = statistics.median(times[label]) * 1e6
         shown = f"{median:10,.2f}" if median < 100 else f"{median:10,.0f}"
-        print(f"  {label:36s} {shown} µs   {ratio:5.2f}x")
-
-
-def timed(fn: Callable[[], Any], number: int) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
+        print(f"  {label:36s} {shown} µs   {paired(times[label], times[first]):5.2f}x")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--only", default="", help="groups to run, e.g. 'W3 loads,W1 dumps'")
+    parser.add_argument("--only", default="", help="groups to run, e.g. 'arrays loads,control-message dumps'")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
-    gc.disable()  # as in suite.py
-    groups = {"W1 dumps": w1_dumps, "W1 loads": w1_loads, "W1 loads parts": w1_loads_parts,
-              "W3 loads": w3_loads,
-              "W2 dumps": w2_dumps, "W5 loads": w5_loads,
+    groups = {"control-message dumps": control_message_dumps, "control-message loads": control_message_loads,
+              "control-message loads parts": control_message_loads_parts, "arrays loads": arrays_loads,
+              "batch-of-1000 dumps": batch_dumps, "raw-bytes loads": raw_bytes_loads,
               "heartbeat dumps": heartbeat_dumps, "heartbeat loads": heartbeat_loads}
     unknown = set(chosen) - set(groups)
     if unknown:

@@ -1,14 +1,15 @@
-"""Builds of fastser side by side, on the traffic corpus and on W1, W2, W3 and W5: what a
-wire special form gains, measured as (dumps + loads) time of each build against the first.
+"""Builds of fastser side by side, on the traffic corpus and on the suite's control-message,
+batch-of-1000, arrays and raw-bytes: what a wire special form gains, measured as
+(dumps + loads) time of each build against the first.
 
     python benchmarks/forms.py --python PY --build with=DIR1 --build without=DIR2 [--rounds N]
-                               [--only KIND1,W2]   (W4 runs only when named)
+                               [--only KIND1,batch-of-1000]   (update-graph only when named)
 
 PY has the bench extra installed; each DIR holds one fastser build installed there with
 `pip install --no-deps --target DIR` (`bash scripts/bench.sh forms REV1 REV2 ...` builds one
 per git revision and runs this), and a worker per build imports fastser from it. Timing is
-benchmarks/suite.py's: batches of ~0.1 s, builds interleaved round by round in rotated
-order, medians of per-round ratios. Each corpus kind is decoded as its receiver decodes it
+harness.py's: batches of ~0.1 s, builds interleaved round by round in rotated order,
+medians of per-round ratios. Each corpus kind is decoded as its receiver decodes it
 (bench_workloads.py); the last line weighs the kinds by their message counts, as the
 cluster sent them.
 """
@@ -24,50 +25,34 @@ from typing import Any, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import suite  # noqa: E402
+import harness  # noqa: E402
+from suite import OLD_NAMES  # noqa: E402
 
 TRAFFIC = os.path.join(HERE, "traffic", "bench_workloads.py")
 SYNTHETIC = os.path.join(HERE, "suite_workloads.py")
 CORPUS = os.path.join(HERE, "traffic", "corpus", "corpus.json")
-SYNTHETIC_KINDS = ["W1", "W2", "W3", "W5"]
+SYNTHETIC_KINDS = ["control-message", "batch-of-1000", "arrays", "raw-bytes"]
 
 
-def start(python: str, path: str, workloads: str) -> suite.Worker:
+def start(python: str, path: str, workloads: str) -> harness.Worker:
     """A worker whose fastser is the one installed in `path`."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = path = os.path.abspath(path)
-    try:
-        worker = suite.Worker(python, workloads)
-    finally:
-        if saved is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved
-    if not worker.hello["fastser"].startswith(os.path.abspath(path)):
+    path = os.path.abspath(path)
+    worker = harness.Worker(python, workloads, env={"PYTHONPATH": path})
+    if not worker.hello["fastser"].startswith(path):
         raise SystemExit(f"{path}: the worker imported {worker.hello['fastser']}")
     return worker
 
 
-def measure(workers: dict[str, suite.Worker], workload: str, rounds: int) -> dict[str, Any]:
+def measure(workers: dict[str, harness.Worker], workload: str, rounds: int) -> dict[str, Any]:
     """Per build, the per-round dumps + loads time (µs) of fastser on `workload`."""
     for worker in workers.values():
         worker.ask(cmd="setup", workload=workload, anchors=False)
-    labels = list(workers)
-    totals: dict[str, list[float]] = {label: [] for label in labels}
-    for index in range(rounds):
-        shift = index % len(labels)  # no build always runs first
-        order = labels[shift:] + labels[:shift]
-        spent = {label: 0.0 for label in labels}
-        for fn in ("dumps", "loads"):
-            for label in order:
-                reply = workers[label].ask(cmd="time", workload=workload,
-                                           contestant="fastser", fn=fn, gc=False)
-                spent[label] += reply["seconds"] * 1e6
-        for label in labels:
-            totals[label].append(spent[label])
+    where = {label: (worker, "fastser", ["dumps", "loads"]) for label, worker in workers.items()}
+    samples, _ = harness.interleave(where, [[label] for label in workers], workload, rounds)
     for worker in workers.values():
         worker.ask(cmd="teardown", workload=workload)
-    return totals
+    return {label: [d + l for d, l in zip(by_fn["dumps"], by_fn["loads"])]
+            for label, by_fn in samples.items()}
 
 
 def report(results: dict[str, dict[str, list[float]]], shares: dict[str, float],
@@ -81,7 +66,7 @@ def report(results: dict[str, dict[str, list[float]]], shares: dict[str, float],
         share = f"{shares[name]:6.1%}" if name in shares else f"{'-':>6s}"
         row = f"{name[:34]:34s} {share} {statistics.median(totals[base]):15.2f}"
         for label in labels[1:]:
-            row += f" {fmt(suite.paired(totals[label], totals[base])):>15s}"
+            row += f" {fmt(harness.paired(totals[label], totals[base])):>15s}"
         lines.append(row)
     mix = weighted(results, shares, labels)
     if mix:
@@ -103,7 +88,7 @@ def weighted(results: dict[str, dict[str, list[float]]], shares: dict[str, float
     per_round = {label: [sum(shares[k] * results[k][label][i] for k in kinds)
                          for i in range(rounds)] for label in labels}
     return {label: (statistics.median(per_round[label]),
-                    suite.paired(per_round[label], per_round[labels[0]]))
+                    harness.paired(per_round[label], per_round[labels[0]]))
             for label in labels}
 
 
@@ -120,11 +105,11 @@ def main() -> int:
     args = parser.parse_args()
     builds = dict(spec.split("=", 1) for spec in args.build)
     # Commas inside a kind's braces (reply{data,status}) do not separate names.
-    only = set(filter(None, re.split(r",(?![^{]*\})", args.only)))
+    only = {OLD_NAMES.get(name, name) for name in re.split(r",(?![^{]*\})", args.only) if name}
     with open(CORPUS) as f:  # the kinds, as bench_workloads.py reads them in the workers
         shares = {entry["kind"]: entry["message_share"] for entry in json.load(f)["kinds"]}
     results: dict[str, dict[str, list[float]]] = {}
-    synthetic = SYNTHETIC_KINDS + ["W4"] * ("W4" in only)  # W4 (update-graph) when named
+    synthetic = SYNTHETIC_KINDS + ["update-graph"] * ("update-graph" in only)
     for module, names in ((TRAFFIC, list(shares)), (SYNTHETIC, synthetic)):
         chosen = [name for name in names if not only or name in only]
         if not chosen:

@@ -9,7 +9,8 @@ sock.sendall(payload bytes) / recv_into a buffer allocated and touched once befo
 (an upper bound: no encoding, no fresh pages), and plain-fresh, the same into a new private
 anonymous mmap each run (what fastser's receive buffer is: it shows the cost of fresh pages
 alone).
-Runs are interleaved (fastser, plain, plain-fresh, fastser, ...) and medians compared.
+Runs are interleaved (fastser, plain, plain-fresh, fastser, ...); throughput ratios are
+medians of per-round ratios (harness.paired).
 Receive memory is measured in separate runs first: the tracemalloc peak (Python and numpy
 allocations; an mmap is not traced) and the growth of resident memory (VmRSS,
 and the peak VmHWM after resetting it through /proc/self/clear_refs where Linux allows it);
@@ -30,6 +31,9 @@ import tracemalloc
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import paired  # noqa: E402
 
 try:
     import fastser
@@ -190,8 +194,8 @@ def main() -> int:
         "seconds": samples,
         "median_seconds": medians,
         "mb_per_s": rates,
-        "ratio_fastser_to_plain": rates["fastser"] / rates["plain"],
-        "ratio_fastser_to_plain_fresh": rates["fastser"] / rates["plain-fresh"],
+        "ratio_fastser_to_plain": paired(samples["plain"], samples["fastser"]),
+        "ratio_fastser_to_plain_fresh": paired(samples["plain-fresh"], samples["fastser"]),
         "receive_memory": memory,
     }
     if args.json:

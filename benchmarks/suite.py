@@ -1,15 +1,14 @@
-"""fastser's benchmark suite: fastser compiled and pure against distributed, pickle and a
-bare-msgpack floor, on messages a task scheduler sends, with the targets of issue 4.
+"""fastser's benchmark suite: fastser compiled and pure against distributed, pickle, msgspec
+and a bare-msgpack floor, on six messages a task scheduler sends, with the speed targets.
 
-    python benchmarks/suite.py --compiled PY1 --pure PY2 [--json] [--rounds N] [--only W1,W2]
+    python benchmarks/suite.py --compiled PY1 --pure PY2 [--json] [--rounds N]
+                               [--only control-message,update-graph] [--fastser-only] [--gc]
 
 PY1 and PY2 are the interpreters of two environments with fastser installed compiled and
-pure (`pip install ".[bench]"`, `FASTSER_PURE=1 pip install ".[bench]"`). Every contestant
-runs in a worker subprocess (benchmarks/suite_worker.py): the compiled interpreter's worker
-times the anchors and fastser compiled, the pure one's fastser pure. This process only asks
-for batches, one at a time, interleaving contestants and workers round by round, and reports
-medians over rounds of times and of paired ratios (the machine is noisy: compare ratios).
-See benchmarks/README.md for what each workload and contestant is.
+pure (`bash scripts/bench.sh` builds them). Timing is harness.py's: a worker per interpreter,
+the compiled one timing the anchors and fastser compiled, the pure one fastser pure; this
+process asks for one batch at a time. --fastser-only leaves the anchors out: the two builds
+alone. See benchmarks/README.md for what each workload and contestant is.
 """
 
 import argparse
@@ -17,94 +16,35 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any, Optional
 
+from harness import Worker, interleave, paired
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS_MODULE = os.path.join(HERE, "suite_workloads.py")
 COMPILED, PURE = "fastser-compiled", "fastser-pure"
 # Row order of the report, and the order of a round before rotation.
-BLAS_SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                      "MKL_NUM_THREADS": "1"}
 ROWS = ["floor", "msgspec", "pickle5", "pickle5/task", "distributed", COMPILED, PURE]
 REFERENCES = ["floor", "distributed", "pickle5", PURE]  # ratios are given against these
+# The names the workloads had (README.md and code comments cite them); --only takes both.
+OLD_NAMES = {"W1": "control-message", "W2": "batch-of-1000", "W3": "arrays",
+             "W4": "update-graph", "W5": "raw-bytes", "W6": "extract-serialize"}
 
 
-def worker_environment() -> dict[str, str]:
-    """The workers' environment: numpy's BLAS without its thread pool. No workload calls
-    BLAS, but OpenBLAS starts a thread per core when numpy is imported, and its threads
-    spin: profiled, they took 7% of a worker's samples, on a machine of two cores that
-    also runs the other worker."""
-    return {**os.environ, **BLAS_SINGLE_THREAD}
-
-
-class Worker:
-    """One worker subprocess, spoken to in JSON lines."""
-
-    def __init__(self, python: str, workloads: Optional[str] = None) -> None:
-        self.python = python
-        self.proc = subprocess.Popen(
-            [python, os.path.join(HERE, "suite_worker.py"), *([workloads] if workloads else [])],
-            cwd=HERE, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_environment())
-        self.hello = self.read()
-
-    def read(self) -> dict[str, Any]:
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        if not line:
-            raise RuntimeError(f"worker {self.python} exited ({self.proc.wait()})")
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(f"worker {self.python} failed:\n{answer['error']}")
-        return answer
-
-    def ask(self, **request: Any) -> dict[str, Any]:
-        self.proc.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
-        return self.read()
-
-    def close(self) -> None:
-        self.proc.stdin.close()  # type: ignore[union-attr]
-        self.proc.wait()
-
-
-def measure(workers: dict[str, Worker], workload: str, rounds: int,
-            collect: bool) -> dict[str, Any]:
-    """Time every contestant of `workload` for `rounds` rounds.
-
-    In a round, each fn (dumps, then loads) is timed for every contestant back to back, in
-    an order rotated from round to round (fastser compiled and pure stay neighbours and
-    swap places every other round), so that batch k of each contestant is taken within a
-    second or so of batch k of the others and per-round ratios compare like with like.
-    """
+def measure(workers: dict[str, Worker], workload: str, rounds: int, collect: bool,
+            anchors: bool = True) -> dict[str, Any]:
+    """Time every contestant of `workload` for `rounds` interleaved rounds; fastser compiled
+    and pure stay neighbours in the rotation."""
     compiled, pure = workers["compiled"], workers["pure"]
-    setup_c = compiled.ask(cmd="setup", workload=workload, anchors=True)
+    setup_c = compiled.ask(cmd="setup", workload=workload, anchors=anchors)
     setup_p = pure.ask(cmd="setup", workload=workload, anchors=False)
-    # label -> (worker, the worker's name for the contestant, its fns)
-    where: dict[str, tuple[Worker, str, list[str]]] = {}
-    for name, fns in setup_c["fns"].items():
-        where[COMPILED if name == "fastser" else name] = (compiled, name, fns)
+    where = {(COMPILED if name == "fastser" else name): (compiled, name, fns)
+             for name, fns in setup_c["fns"].items()}
     where[PURE] = (pure, "fastser", setup_p["fns"]["fastser"])
     units = [[label] for label in ROWS if label in where and label not in (COMPILED, PURE)]
-    units.append([COMPILED, PURE])
-    fns = list(dict.fromkeys(fn for _, _, names in where.values() for fn in names))
-    samples: dict[str, dict[str, list[float]]] = {label: {fn: [] for fn in where[label][2]}
-                                                  for label in where}
-    numbers: dict[str, dict[str, int]] = {label: {} for label in where}
-    for index in range(rounds):
-        shift = index % len(units)  # rotate so that no contestant always runs first
-        order = [label for unit in units[shift:] + units[:shift]
-                 for label in (unit if index % 2 == 0 else unit[::-1])]
-        for fn in fns:
-            for label in order:
-                worker, name, names = where[label]
-                if fn not in names:
-                    continue
-                reply = worker.ask(cmd="time", workload=workload, contestant=name, fn=fn,
-                                   gc=collect)
-                samples[label][fn].append(reply["seconds"] * 1e6)
-                numbers[label][fn] = reply["number"]
+    samples, numbers = interleave(where, units + [[COMPILED, PURE]], workload, rounds, collect)
     compiled.ask(cmd="teardown", workload=workload)
     pure.ask(cmd="teardown", workload=workload)
     medians = {label: {fn: statistics.median(values) for fn, values in per_fn.items()}
@@ -112,11 +52,6 @@ def measure(workers: dict[str, Worker], workload: str, rounds: int,
     return {"description": compiled.hello["workloads"][workload], "medians_us": medians,
             "samples_us": samples, "calls_per_batch": numbers, "ratios": ratios(samples),
             "info": {"compiled worker": setup_c["info"], "pure worker": setup_p["info"]}}
-
-
-def paired(values: list[float], refs: list[float]) -> Optional[float]:
-    """The median over rounds of value / reference, batch k against batch k."""
-    return statistics.median(v / r for v, r in zip(values, refs)) if refs and all(refs) else None
 
 
 def ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Optional[float]]]:
@@ -135,8 +70,8 @@ def ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Op
 # --- targets ------------------------------------------------------------------------
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets of issue 4, each with its measured value and PASS/MISS (SKIP when its
-    workload was not run)."""
+    """The speed targets, each with its measured value and PASS/MISS (SKIP when its
+    workload or reference was not run)."""
     out: list[dict[str, Any]] = []
 
     def check(workload: str, what: str, value: Optional[float], limit: float,
@@ -154,32 +89,33 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         entry = results.get(workload)
         return None if entry is None else entry["ratios"].get(COMPILED, {}).get(f"{fn}/{ref}")
 
-    for workload in ("W1", "W2"):
+    for workload in ("control-message", "batch-of-1000"):
         check(workload, "dumps / floor dumps", vs(workload, "dumps", "floor"), 1.0)
         check(workload, "loads / floor loads", vs(workload, "loads", "floor"), 1.3, 1.15)
-    check("W3", "dumps / floor dumps", vs("W3", "dumps", "floor"), 8.0)
-    check("W3", "loads / floor loads", vs("W3", "loads", "floor"), 6.0)
-    frames = results.get("W3", {}).get("info", {}).get("compiled worker", {}).get("frames", {})
+    check("arrays", "dumps / floor dumps", vs("arrays", "dumps", "floor"), 8.0)
+    check("arrays", "loads / floor loads", vs("arrays", "loads", "floor"), 6.0)
+    frames = results.get("arrays", {}).get("info", {}).get("compiled worker", {}).get("frames", {})
     copies = frames.get("fastser", {})
     for fn in ("dumps", "loads"):
         copied = copies.get(f"{fn} copied bytes")
-        check("W3", f"{fn}: payload bytes copied", copied if isinstance(copied, int) else None,
-              0, unit="bytes")
+        check("arrays", f"{fn}: payload bytes copied",
+              copied if isinstance(copied, int) else None, 0, unit="bytes")
     for fn in ("dumps", "loads"):
-        check("W4", f"{fn} / pickle5 {fn} (whole message)", vs("W4", fn, "pickle5"), 1.5, 1.0)
-    fixed = fixed_costs(results)
-    check("W4", "fixed dumps cost per payload beyond pickling it", fixed.get("dumps"), 2.0,
-          unit="µs")
-    check("W5", "dumps / floor dumps", vs("W5", "dumps", "floor"), 5.0)
-    check("W5", "loads / distributed loads", vs("W5", "loads", "distributed"), 1.0)
-    check("W6", "extract_serialize compiled / pure", vs("W6", "extract", "pure"), 0.33)
+        check("update-graph", f"{fn} / pickle5 {fn} (whole message)",
+              vs("update-graph", fn, "pickle5"), 1.5, 1.0)
+    check("update-graph", "fixed dumps cost per payload beyond pickling it",
+          fixed_costs(results).get("dumps"), 2.0, unit="µs")
+    check("raw-bytes", "dumps / floor dumps", vs("raw-bytes", "dumps", "floor"), 5.0)
+    check("raw-bytes", "loads / distributed loads", vs("raw-bytes", "loads", "distributed"), 1.0)
+    check("extract-serialize", "compiled / pure", vs("extract-serialize", "extract", "pure"),
+          0.33)
     return out
 
 
 def fixed_costs(results: dict[str, Any]) -> dict[str, Optional[float]]:
-    """µs per task of fastser compiled's W4 minus one pickle.dumps/loads per task: the
-    median over rounds of the difference of batch k and batch k."""
-    entry = results.get("W4")
+    """µs per task of fastser compiled's update-graph minus one pickle.dumps/loads per task:
+    the median over rounds of the difference of batch k and batch k."""
+    entry = results.get("update-graph")
     if entry is None:
         return {}
     samples, tasks = entry["samples_us"], entry["info"]["compiled worker"]["tasks"]
@@ -232,7 +168,7 @@ def report(meta: dict[str, Any], results: dict[str, Any], checks: list[dict[str,
                 f"{fmt_x(r.get(first + '/distributed')):>11} "
                 f"{fmt_x(r.get('loads/distributed')):>11}")
         c = rel.get(COMPILED, {})
-        first = "extract" if workload == "W6" else "dumps"
+        first = "extract" if workload == "extract-serialize" else "dumps"
         lines.append(f"{'compiled/pure':<17} {fmt_x(c.get(first + '/pure')):>10} "
                      f"{fmt_x(c.get('loads/pure')):>10}")
         if first == "extract":
@@ -240,8 +176,8 @@ def report(meta: dict[str, Any], results: dict[str, Any], checks: list[dict[str,
         lines += notes(workload, entry)
         lines.append("")
     fixed = fixed_costs(results)
-    if fixed:
-        lines.append(f"W4 fixed cost per payload beyond pickling it (fastser compiled minus one "
+    if fixed.get("dumps") is not None:
+        lines.append(f"update-graph's fixed cost per payload beyond pickling it (fastser compiled minus one "
                      f"pickle per task, per task): dumps {fixed['dumps']:.2f} µs, "
                      f"loads {fixed['loads']:.2f} µs")
         lines.append("")
@@ -252,7 +188,7 @@ def report(meta: dict[str, Any], results: dict[str, Any], checks: list[dict[str,
                  else f"{value:.2f} µs" if item["unit"] == "µs" else f"{value:.2f}x")
         limit = (f"{item['limit']:g} bytes" if item["unit"] == "bytes" else
                  f"{item['limit']:.2f} µs" if item["unit"] == "µs" else f"{item['limit']:.2f}x")
-        line = (f"  {item['status']:<4}  {item['workload']}  {item['what']:<50} {shown:>12}"
+        line = (f"  {item['status']:<4}  {item['workload']:<17} {item['what']:<47} {shown:>12}"
                 f"  <= {limit}")
         if "stretch" in item:
             line += f"  (stretch {item['stretch']:.2f}x: {item['stretch_status']})"
@@ -299,15 +235,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7, help="batches per contestant and fn")
     parser.add_argument("--gc", action="store_true",
                         help="keep the garbage collector on during batches (default: off)")
-    parser.add_argument("--only", default="", help="workloads to run, e.g. W1,W2 (default: all)")
+    parser.add_argument("--only", default="", help="workloads to run, e.g. control-message,"
+                        "arrays (W1-W6, their old names, too; default: all)")
+    parser.add_argument("--fastser-only", action="store_true",
+                        help="fastser compiled against pure, no anchors")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
 
-    workers = {"compiled": Worker(args.compiled), "pure": Worker(args.pure)}
+    workers = {"compiled": Worker(args.compiled, WORKLOADS_MODULE),
+               "pure": Worker(args.pure, WORKLOADS_MODULE)}
     try:
-        known = workers["compiled"].hello["workloads"]  # the workers' suite_workloads.WORKLOADS
-        chosen = [w.strip().upper() for w in args.only.split(",") if w.strip()] or list(known)
+        known = workers["compiled"].hello["workloads"]  # suite_workloads.WORKLOADS
+        chosen = [OLD_NAMES.get(w.strip().upper(), w.strip())
+                  for w in args.only.split(",") if w.strip()] or list(known)
         unknown = [w for w in chosen if w not in known]
         if unknown:
             print(f"unknown workloads {unknown}; known: {', '.join(known)}", file=sys.stderr)
@@ -326,7 +267,8 @@ def main() -> int:
         results: dict[str, Any] = {}
         for workload in chosen:
             start = time.perf_counter()
-            results[workload] = measure(workers, workload, args.rounds, args.gc)
+            results[workload] = measure(workers, workload, args.rounds, args.gc,
+                                        not args.fastser_only)
             print(f"{workload} done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     finally:
         for worker in workers.values():

@@ -1,11 +1,12 @@
-"""The messages and contestants of benchmarks/suite.py, built inside a worker process.
+"""The messages and contestants of benchmarks/suite.py, built inside a worker process
+(benchmarks/harness.py).
 
 Each workload is written once as a template in which `Payload(x)` marks what distributed
 would wrap in `Serialize`; `forms()` derives from it the message each contestant sends:
 fastser (`fastser.Serialize`), distributed (`distributed.protocol.to_serialize`), pickle
 (the bare object) and the header-only "floor" (every payload, including raw bytes of
 64 KiB or more, replaced by a small int). Payload objects (arrays, large bytes) are shared
-by all forms, so the 100 MiB array of W3 exists once per worker.
+by all forms, so the 100 MiB array of `arrays` exists once per worker.
 
 Loads are timed on frames laid out as each codec's own transport hands them over, built
 once at set-up (see `received_*`), never on the sender's frames: a loads that returns
@@ -28,16 +29,16 @@ import fastser
 KiB = 2**10
 MiB = 2**20
 LARGE_BYTES = 64 * KiB  # fastser sends bytes-likes of this size or more as their own frames
-N_TASKS = 5000  # W4
+N_TASKS = 5000  # update-graph
 
 # name -> one line shown in the report
 WORKLOADS = {
-    "W1": "one control message (task-finished, 10 keys)",
-    "W2": "batch of 1,000 control messages",
-    "W3": "Serialize(1 MiB array) + Serialize(100 MiB array)",
-    "W4": f"update-graph, {N_TASKS:,} Serialize(task) + dependencies",
-    "W5": "100 raw bytes of 64 KiB nested in lists",
-    "W6": "extract_serialize(11*[10*[2*[5*[3 MB bytes]]]])",
+    "control-message": "one control message (task-finished, 10 keys)",
+    "batch-of-1000": "batch of 1,000 control messages",
+    "arrays": "Serialize(1 MiB array) + Serialize(100 MiB array)",
+    "update-graph": f"update-graph, {N_TASKS:,} Serialize(task) + dependencies",
+    "raw-bytes": "100 raw bytes of 64 KiB nested in lists",
+    "extract-serialize": "extract_serialize(11*[10*[2*[5*[3 MB bytes]]]])",
 }
 
 Fn = Callable[[], Any]
@@ -314,22 +315,22 @@ def add_message_contestants(built: Built, template: Any, anchors: bool,
 def build(workload: str, anchors: bool) -> Built:
     """Build workload `workload`: fastser always; the anchors too when `anchors`."""
     built = Built()
-    if workload == "W1":
+    if workload == "control-message":
         add_message_contestants(built, control_message(7), anchors, False)
-    elif workload == "W2":
+    elif workload == "batch-of-1000":
         add_message_contestants(built, [control_message(i) for i in range(1000)], anchors, False)
-    elif workload == "W3":
+    elif workload == "arrays":
         template = arrays_message()
         built.keep.append(template)
         add_message_contestants(built, template, anchors, True)
-    elif workload == "W4":
+    elif workload == "update-graph":
         template = update_graph()
         add_message_contestants(built, template, anchors, False)
         if anchors:
             add_pickle_per_task(built, template)
-    elif workload == "W5":
+    elif workload == "raw-bytes":
         add_message_contestants(built, raw_bytes_message(), anchors, True)
-    elif workload == "W6":
+    elif workload == "extract-serialize":
         seed = seed_message()
         built.fns["fastser"] = {"extract": lambda: fastser.extract_serialize(seed)}
         if anchors:
@@ -366,15 +367,15 @@ def check_roundtrip(workload: str, built: Built) -> Optional[str]:
         if "loads" not in fns or name in ("floor", "msgspec", "pickle5/task"):
             continue
         result = fns["loads"]()
-        if workload in ("W1", "W2") and result is None:
+        if workload in ("control-message", "batch-of-1000") and result is None:
             return f"{name}: loads returned None"
-        if workload == "W4" and len(result["tasks"]) != N_TASKS:
+        if workload == "update-graph" and len(result["tasks"]) != N_TASKS:
             return f"{name}: {len(result['tasks'])} tasks back"
-        if workload == "W3":
+        if workload == "arrays":
             arr = result["data"][("x", 1)]
             if not (isinstance(arr, np.ndarray) and arr.shape == (100 * MiB // 8,)
                     and arr[0] == 1.0 and arr[-1] == 1.0):
                 return f"{name}: the 100 MiB array did not come back"
-        if workload == "W5" and bytes(result["data"][9][9]) != bytes([99]) * (64 * KiB):
+        if workload == "raw-bytes" and bytes(result["data"][9][9]) != bytes([99]) * (64 * KiB):
             return f"{name}: the last bytes did not come back"
     return None

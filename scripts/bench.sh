@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# The benchmarks in one command each. Builds fastser compiled and pure, each with the bench
-# extra (distributed, dask[array,dataframe], msgspec, numpy, lz4, zstandard, mypy), into two
-# fresh virtual environments (REUSE_ENVS=1 keeps existing ones), then runs:
-#   bash scripts/bench.sh [ARGS]           benchmarks/suite.py, W1-W6 (--rounds N, --only W1,W4, --json)
-#   bash scripts/bench.sh traffic [ARGS]   benchmarks/traffic/bench.py on the traffic corpus
-#   bash scripts/bench.sh capture [ARGS]   records a cluster's traffic (benchmarks/traffic/
-#                                          capture.py --scale S) and remakes the corpus from it
-#   bash scripts/bench.sh cluster [ARGS]   benchmarks/cluster.py: whole workloads, tcp:// vs fastser://
-#   bash scripts/bench.sh forms LABEL=REV ... [-- ARGS]
-#                                          benchmarks/forms.py: compiled builds of git revisions
-#                                          side by side (what a wire special form gains)
+# Every benchmark in one command: bash scripts/bench.sh NAME [ARGS] (--help shows a script's
+# options). Builds fastser compiled (and, for suite and traffic, pure), each with the bench
+# extra (distributed, dask[array,dataframe], msgspec, numpy, lz4, zstandard, mypy), into
+# .envs/bench-compiled and .envs/bench-pure (REUSE_ENVS=1 keeps existing ones), then runs:
+#   suite [ARGS]        (the default NAME) benchmarks/suite.py: six workloads, both builds,
+#                       against the anchors, targets checked (--rounds N, --only
+#                       control-message,arrays, --fastser-only, --json)
+#   traffic [ARGS]      benchmarks/traffic/bench.py on the traffic corpus, both builds
+#   capture [ARGS]      records a cluster's traffic (benchmarks/traffic/capture.py --scale S)
+#                       and remakes the corpus from it
+#   cluster [ARGS]      benchmarks/cluster.py: whole workloads, tcp:// vs fastser://
+#   forms LABEL=REV ... [-- ARGS]
+#                       benchmarks/forms.py: compiled builds of git revisions side by side
+#                       (what a wire special form gains)
+#   floors [ARGS]       benchmarks/floors.py: the floors under the targets, in one process
+#   instructions [ARGS] benchmarks/instructions.py: callgrind counts (needs valgrind)
+#   comm-receive [ARGS] benchmarks/comm_receive.py: how the fastser:// comm receives arrays
+#   stream [ARGS]       benchmarks/stream_throughput.py: sock.send_msg/recv_msg of 200 MiB
 # Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +24,9 @@ envs="$repo/.envs"
 python=${PYTHON:-python3}
 mkdir -p "$envs"
 what=suite
-case "${1:-}" in traffic|capture|cluster|forms) what=$1; shift ;; esac
+case "${1:-}" in
+    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|stream) what=$1; shift ;;
+esac
 
 build() {  # build NAME FASTSER_PURE (one after the other: both build in the same tree)
     if [ "${REUSE_ENVS:-0}" = 1 ] && [ -x "$envs/$1/bin/python" ]; then return; fi
@@ -38,12 +47,23 @@ case $what in
         build bench-pure 1
         "$python" "$repo/benchmarks/traffic/bench.py" --compiled "$compiled" --pure "$pure" "$@" ;;
     capture)
+        case " $* " in  # --help: capture.py's alone, no corpus remade
+            *" -h "*|*" --help "*) exec "$compiled" -P "$repo/benchmarks/traffic/capture.py" "$@" ;;
+        esac
         records=$(mktemp -d)
         trap 'rm -rf "$records"' EXIT
         "$compiled" -P "$repo/benchmarks/traffic/capture.py" --out "$records" "$@"
         "$python" "$repo/benchmarks/traffic/synthesize.py" "$records" ;;
     cluster)
         "$compiled" -P "$repo/benchmarks/cluster.py" "$@" ;;
+    floors)
+        "$compiled" -P "$repo/benchmarks/floors.py" "$@" ;;
+    instructions)
+        "$python" "$repo/benchmarks/instructions.py" --python "$compiled" "$@" ;;
+    comm-receive)
+        "$compiled" -P "$repo/benchmarks/comm_receive.py" "$@" ;;
+    stream)
+        "$compiled" -P "$repo/benchmarks/stream_throughput.py" "$@" ;;
     forms)
         # Each revision's compiled build goes into a folder of its own, built with the bench
         # env's mypy and setuptools (no build isolation: the pinned mypy is there already), one at a

@@ -10,9 +10,9 @@ its wall time in benchmarks/cluster.py).
                                        [--corpus PATH] [--json]
 
 PY1 and PY2 are interpreters with fastser installed compiled and pure, each with the bench
-extra (`bash scripts/bench.sh traffic` builds both). Timing is benchmarks/suite.py's: one
-worker process per build, batches of ~0.1 s interleaved round by round, medians of times
-and of per-round ratios. Rerun it against any build, or any corpus, to compare.
+extra (`bash scripts/bench.sh traffic` builds both). Timing is benchmarks/harness.py's, as
+suite.py drives it: one worker process per build, batches of ~0.1 s interleaved round by
+round, medians of times and of per-round ratios. Rerun it against any build, or any corpus, to compare.
 """
 
 import argparse
@@ -25,6 +25,7 @@ from typing import Any, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import harness  # noqa: E402
 import suite  # noqa: E402
 
 WORKLOADS_MODULE = os.path.join(HERE, "bench_workloads.py")
@@ -61,7 +62,7 @@ def mix_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]
     reference = per_round.get("distributed")
     for label, rounds in per_round.items():
         out[label] = {"seconds": statistics.median(rounds) / 1e6,
-                      "vs_distributed": suite.paired(rounds, reference) if reference else None}
+                      "vs_distributed": harness.paired(rounds, reference) if reference else None}
     return out
 
 
@@ -145,8 +146,8 @@ def main() -> int:
         corpus = json.load(f)
     kinds = {entry["kind"]: entry for entry in corpus["kinds"]}
     chosen = [k for k in kinds if not args.only or k in args.only.split(",")]
-    workers = {"compiled": suite.Worker(os.path.abspath(args.compiled), WORKLOADS_MODULE),
-               "pure": suite.Worker(os.path.abspath(args.pure), WORKLOADS_MODULE)}
+    workers = {"compiled": harness.Worker(os.path.abspath(args.compiled), WORKLOADS_MODULE),
+               "pure": harness.Worker(os.path.abspath(args.pure), WORKLOADS_MODULE)}
     if not workers["compiled"].hello["compiled"] or workers["pure"].hello["compiled"]:
         raise SystemExit("--compiled must run compiled fastser and --pure pure fastser")
     try:

@@ -1,4 +1,4 @@
-"""The corpus's message kinds as workloads of benchmarks/suite_worker.py (bench.py starts
+"""The corpus's message kinds as workloads of benchmarks/harness.py's worker (bench.py starts
 one worker per fastser build with this module): for each kind, fastser's dumps and loads
 as its fastser:// comm calls them, and, in the compiled build's worker, the anchors:
 distributed.protocol as its tcp:// comm calls them, pickle protocol 5 with out-of-band

@@ -7,7 +7,7 @@ which workload sent what); synthesize.py makes the corpus from them.
     python benchmarks/traffic/capture.py [--out RECORDS] [--scale S] [--only a,b]
 
 --scale multiplies the array sides and row counts (default 0.5: a 10,000^2 array and
-5 M rows, what a 2-core machine with 24 GiB runs in a few minutes; 1.0 is the issue's
+5 M rows, what a 2-core machine with 24 GiB runs in a few minutes; 1.0 is the
 full size). Needs the dask extra and dask[array,dataframe] (with pyarrow for P2P).
 """
 

@@ -1,7 +1,7 @@
-"""The real Dask workloads of issue 22, run by capture.py (to record their traffic) and by
+"""Real Dask workloads, run by capture.py (to record their traffic) and by
 benchmarks/cluster.py (to time them end to end on tcp:// and fastser://).
 
-Each takes a Client and a scale (1.0: the sizes of the issue; smaller on a small machine:
+Each takes a Client and a scale (1.0: full size; smaller on a small machine:
 array sides and row counts are multiplied by it, task and array counts are not) and
 returns a small value that checks the computation ran.
 """
