@@ -140,6 +140,11 @@ N = rounds(1 << 18, 1 << 22)  # header bytes; the extended suite: 4 MiB
      "decoder = fastser.Decoder(lists_as_tuples=True)\n"
      f"frames = [b'\\x01\\xdd' + ({N // 251}).to_bytes(4, 'big') + "
      f"(b'\\x91' * 250 + b'\\xc0') * {N // 251}]"),
+    ("maps keyed by an empty memoryview, nested 200 deep",  # ext 3 of no data per level
+     "decoder = fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)\n"
+     "level = b'\\x81\\xc7\\x00\\x03'\n"
+     f"chain = level * 200 + b'\\xc0'\n"
+     f"frames = [b'\\x01\\xdd' + ({N} // len(chain)).to_bytes(4, 'big') + chain * ({N} // len(chain))]"),
     ("one-byte pickles kept unopened",
      SAFE + "one = msgpack.packb([msgpack.ExtType(13, b''), {'serializer': 'pickle'}, [b'N.']])\n"
      f"frames = [b'\\x01\\xdd' + ({N} // len(one)).to_bytes(4, 'big') + one * ({N} // len(one))]"),
