@@ -43,8 +43,9 @@ class DispatchEntry:
         self.name = name
         self.dumps = dumps
         self.loads = loads
-        # Set on fastser's own numpy entry only: loads of a short array record (wire version
-        # 8) from its fields, (dtype, shape, flags, frame), without a header dict.
+        # Set on fastser's own numpy entry only: loads of a short array record
+        # (codec.array_records) from its fields, (dtype, shape, flags, frame), without a
+        # header dict.
         self.short_loads: Optional[ShortLoads] = None
 
 
