@@ -28,7 +28,7 @@ COMPILED, PURE = "fastser-compiled", "fastser-pure"
 # Row order of the report, and the order of a round before rotation.
 ROWS = ["floor", "msgspec", "pickle5", "pickle5/task", "distributed", COMPILED, PURE]
 REFERENCES = ["floor", "distributed", "pickle5", PURE]  # ratios are given against these
-# The names the workloads had (README.md and code comments cite them); --only takes both.
+# Short names of the workloads (README.md and docs/benchmarks.md use them); --only takes both.
 OLD_NAMES = {"W1": "control-message", "W2": "batch-of-1000", "W3": "arrays",
              "W4": "update-graph", "W5": "raw-bytes", "W6": "extract-serialize"}
 

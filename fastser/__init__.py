@@ -3,8 +3,9 @@
 Not compiled (the facade): it re-exports the public names and says which build is loaded.
 """
 
-from fastser.api import (attach_class_docs, deserialize, dumps, extract_serialize, loads,
-                         pack_frames, pack_frames_prelude, register_serialization,
+from fastser.api import attach_class_docs as _attach_class_docs
+from fastser.api import (deserialize, dumps, extract_serialize, loads, pack_frames,
+                         pack_frames_prelude, register_serialization,
                          register_serialization_family, register_serialization_lazy, serialize,
                          unpack_frames)
 from fastser.buffers import Frame, Header
@@ -22,12 +23,38 @@ __version__ = "0.1.0"
 # True when the mypyc-compiled modules are loaded (their files are extension modules).
 COMPILED: bool = not _codec.__file__.endswith(".py")
 
-attach_class_docs()
+# The compiled classes lose their docstrings (docs/design.md, "The mypyc rules the code
+# follows"): put them back once, at import.
+_attach_class_docs()
+del _attach_class_docs
 
+# The public names, one a line; everything else here is private.
 __all__ = [
-    "COMPILED", "Decoder", "DeserializationError", "Encoder", "FastserError", "Frame",
-    "FrameError", "FrameReader", "pack_frames", "pack_frames_prelude", "unpack_frames", "Header", "Limits", "Pickled", "SAFE_DESERIALIZERS", "Serialize",
-    "SerializationError", "Serialized", "ToPickle", "deserialize", "dumps",
-    "extract_serialize", "loads", "register_serialization", "register_serialization_family",
-    "register_serialization_lazy", "serialize",
+    "COMPILED",
+    "Decoder",
+    "DeserializationError",
+    "Encoder",
+    "FastserError",
+    "Frame",
+    "FrameError",
+    "FrameReader",
+    "Header",
+    "Limits",
+    "Pickled",
+    "SAFE_DESERIALIZERS",
+    "Serialize",
+    "SerializationError",
+    "Serialized",
+    "ToPickle",
+    "deserialize",
+    "dumps",
+    "extract_serialize",
+    "loads",
+    "pack_frames",
+    "pack_frames_prelude",
+    "register_serialization",
+    "register_serialization_family",
+    "register_serialization_lazy",
+    "serialize",
+    "unpack_frames",
 ]

@@ -48,7 +48,7 @@ class Limits:
                 raise ValueError(f"Limits.{name} must be a positive int, got {value!r}")
 
     # mypyc: a compiled frozen dataclass cannot be pickled or copied without __reduce__
-    # (FrozenInstanceError from the default protocol; see shared/FACTS.md).
+    # (FrozenInstanceError from the default protocol; docs/design.md, "The mypyc rules").
     def __reduce__(self) -> tuple[Any, ...]:
         return (Limits, (self.max_frames, self.max_frame_bytes, self.max_message_bytes,
                          self.max_header_bytes, self.max_depth))

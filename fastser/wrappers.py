@@ -36,7 +36,7 @@ def _frames_hash(header: Header, frames: list[Frame]) -> int:
 
 
 # mypyc: interpreted subclasses of a compiled class fail at instantiation without
-# allow_interpreted_subclasses (see shared/FACTS.md); the bases need it too.
+# allow_interpreted_subclasses, on every compiled base too (docs/design.md, "The mypyc rules").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _DataWrapper:
     """Base of Serialize and ToPickle: an object still to be serialized."""

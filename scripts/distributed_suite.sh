@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# distributed's own tests (tag 2026.7.1, from ../shared/peer/) run twice, under tcp:// and
+# distributed's own tests (tag 2026.7.1, from FASTSER_PEER_TESTS) run twice, under tcp:// and
 # under fastser://, in one fresh virtual environment holding compiled fastser and
 # distributed==2026.7.1; prints both pass/fail counts and every test that passes on tcp://
 # only (scripts/distributed_peer/report.py). Exits 1 if such a test is not explained in
 # scripts/distributed_peer/tcp_only.txt.
 #
-#   bash scripts/distributed_suite.sh            the whole selection of issue 22 (an hour or more)
+#   bash scripts/distributed_suite.sh            the whole selection below (an hour or more)
 #   bash scripts/distributed_suite.sh --quick    the few-minute selection scripts/test.sh runs
 #
+# FASTSER_PEER_TESTS is a clone of dask/distributed at the tag that
+# scripts/distributed_peer/requirements.txt pins (its wheels ship no tests: CONTRIBUTING.md).
 # Their test folders are copied into the venv's distributed package, as distributed's
 # utils_test expects, and run with --pyargs from a scratch directory holding their
 # conftest.py. DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME moves the clusters gen_cluster starts;

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 IDENTIFIERS = REPO / "scripts" / "build-identifiers.txt"
 # Repository plumbing, not source: the only tracked paths an sdist may leave out.
 NOT_IN_SDIST = (".ci/", ".gitignore")
-# What issue 6 names explicitly (a directory ends with "/": it must hold at least one file).
+# What an sdist must hold to build, test and document fastser from it alone (a directory ends
+# with "/": it must hold at least one file).
 SDIST_MUST_HOLD = ("mypy.ini", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md",
                    "fastser/py.typed", "docs/", "tests/", "scripts/")
 OLDEST_GLIBC = (2, 17)

@@ -42,7 +42,8 @@ for kind in compiled pure; do
 done
 
 # distributed's own tests, a few minutes of them, under tcp:// and fastser:// (the whole
-# selection: bash scripts/distributed_suite.sh). Their folders come from ../shared/peer/.
+# selection: bash scripts/distributed_suite.sh). Their folders come from FASTSER_PEER_TESTS,
+# a clone of dask/distributed at its pinned tag (CONTRIBUTING.md).
 peer=${FASTSER_PEER_TESTS:-$repo/../shared/peer/distributed-2026.7.1}
 if [ -d "$peer/distributed/tests" ]; then
     echo "== distributed's own tests under tcp:// and fastser:// (distributed_suite.sh --quick)"

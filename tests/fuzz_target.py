@@ -5,8 +5,8 @@ by tests/test_fuzz_corpus.py, which replays the committed corpus against both bu
 first byte of an input picks the chunk size for FrameReader; the rest is read three ways: as a
 pack_frames stream (whole with unpack_frames, in chunks with FrameReader), and as one header
 frame given straight to the decoders (so the fuzzer need not learn the prelude to reach them).
-Every message found is decoded by a safe Decoder and by a forwarding one. The promise (API.md
-§5): FrameError / DeserializationError, nothing else.
+Every message found is decoded by a safe Decoder and by a forwarding one. The promise
+(docs/guide/safety.md, SAFE_DESERIALIZERS): FrameError / DeserializationError, nothing else.
 """
 
 from typing import Any

@@ -99,7 +99,7 @@ messages = st.recursive(scalars, containers, max_leaves=30)
 # seldom (it does not repeat a leaf it has drawn).
 float_messages = st.recursive(
     st.one_of(SPECIAL_FLOATS, st.floats(), hashables), containers, max_leaves=12)
-# Maps of 32 entries or more (wire version 6 writes them as arrays), holding messages.
+# Maps of 32 entries or more (the wire format writes them as arrays), holding messages.
 large_maps = maps(keys, st.one_of(scalars, messages), min_size=32, max_size=40)
 
 # Nesting close to the default Limits().max_depth (256): a chain of up to 250 containers

@@ -1,5 +1,5 @@
 """Arguments of the wrong type raise TypeError in both builds: the compiled build at the call
-(mypyc's signatures check types), the pure-Python one in fastser/_arguments.py. Wrong values
+(mypyc's signatures check types), the pure-Python one in fastser/arguments.py. Wrong values
 of the right type raise ValueError in both."""
 
 import asyncio

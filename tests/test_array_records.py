@@ -1,4 +1,4 @@
-"""Wire version 8's short records of numpy arrays: [mark 24, dtype, flags, ref, *shape] stands
+"""The short records of numpy arrays: [mark 24, dtype, flags, ref, *shape] stands
 for a serialized record whose header is the dispatch family's own, and is read back as it."""
 
 import collections

@@ -148,7 +148,8 @@ def test_dumps_writes_the_file(case: Case) -> None:
 
 @pytest.mark.parametrize("case", ENCODED, ids=ids(ENCODED))
 def test_forwarding_what_was_read_writes_the_file(case: Case) -> None:
-    """API.md: re-dumping loads(frames, deserialize=False) with the same options reproduces
+    """The forwarding promise (docs/guide/messages.md): re-dumping
+    loads(frames, deserialize=False) with the same options reproduces
     the frames (compressed frames are decompressed on receipt, so recompressed)."""
     options = case.get("options", {})
     data = file_bytes(case)

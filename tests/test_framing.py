@@ -359,7 +359,7 @@ def test_mutated_streams_give_frame_errors_or_messages_in_bounded_memory() -> No
 
 
 
-# What a reader may allocate for one message (issue 23, point 6): at most READ_FACTOR times
+# What a reader may allocate for one message: at most READ_FACTOR times
 # the bytes it was given, plus READ_SLACK. A frame needs a memoryview of its own (192 bytes
 # with its list slot) but may cost its sender no more than its 8-byte length: no small
 # factor holds unless a reader refuses a message whose frames are too small, on average, to

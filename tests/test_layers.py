@@ -1,5 +1,6 @@
-"""The package's folders are its layers (STYLE.md): each module imports only from its own
-layer or those below, there are no import cycles, and only the pickle family imports pickle."""
+"""The package's folders are its layers (docs/design.md, "Layers"): each module imports only
+from its own layer or those below, there are no import cycles, and only the pickle family
+imports pickle."""
 
 import ast
 import pathlib

@@ -5,8 +5,9 @@ writes it, the decoder reads it into that record or, when the record would reach
 own ndarray_loads, straight into the array (DirectLoads).
 
 Why: that header is a map of six str keys and four str values, and msgpack makes (and
-interns, for keys) each string every time it decodes one: two arrays' headers took ~3x the
-time of decoding W3's whole message without its payloads. The short record holds one str.
+interns, for keys) each string every time it decodes one: two arrays' headers took several
+times as long as the rest of the message of the suite's arrays workload. The short record
+holds one str.
 """
 
 from typing import Any, Final, Optional
@@ -125,7 +126,7 @@ class DirectLoads:
     very function now (fastser's own ndarray_loads): see numpy_entry. Held by a Decoder and
     asked per array; the entry is looked up again only when a registration or a family
     changed since (a payload opened earlier in the message may have registered another).
-    The lookups were ~1% of W3's loads per array."""
+    The lookups were ~1% of the suite's arrays loads per array."""
 
     def __init__(self, deserializers: Optional[tuple[str, ...]]) -> None:
         self.deserializers = deserializers

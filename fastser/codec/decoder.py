@@ -67,8 +67,8 @@ class Decoder:
         frame_list = frame_list_of(frames)
         size, body = header_body(frame_list, self.limits)
         # The bytes of a large header (a view) are copied for the scans below: with the
-        # memchr of holds_ext_minus_1, under 1 % of loads on W1 and on W2 (1,000 control
-        # messages, 350 KB), in noise.
+        # memchr of holds_ext_minus_1, in the noise of loads on the suite's control-message
+        # and batch-of-1000 workloads.
         data = bytes_of(cast(Frame, body))
         if holds_ext_minus_1(data, 0):
             raise DeserializationError(

@@ -120,7 +120,7 @@ def holds_ext_minus_1(data: bytes, start: int) -> bool:
     (-1, float and int bytes) do not follow a byte of TIMESTAMP_LEADS: only then, or past
     PLAIN_FF_LOOKS of them, the bytes are scanned token by token. It cannot see into bin and
     extension data (a record in a dict key is looked at where it is decoded)."""
-    if 255 not in data:  # a memchr, and no method lookup (a third of this test on W1)
+    if 255 not in data:  # a memchr, and no method lookup (a third of this test on control-message)
         return False
     at = data.find(255, start)
     looks = 0
@@ -141,9 +141,9 @@ def header_nests_deeper(data: bytes, budget: int) -> bool:
     (payloads opened inline) are the decoder's to account for.
 
     One pass over the bytes, making no objects. Under callgrind it costs 0.3x the walk of
-    the decoded message on a batch of 1,000 control messages (W2, where the walk cost a
-    tenth of the decode) and 0.8x on an update-graph (W4), whose flat tasks the walk
-    skips cheaply."""
+    the decoded message on batch-of-1000 (where the walk cost a tenth of the decode) and
+    0.8x on update-graph, whose flat tasks the walk skips cheaply (`bench.sh
+    instructions`)."""
     end: i64 = len(data)
     pos = skip_values(data, 0, end, 1, min(budget, SCAN_DEPTH))
     return pos < 0 or pos > end

@@ -33,7 +33,8 @@ def header_body(frame_list: list[Any], limits: Limits) -> tuple[int, object]:
     if 0 < size <= SMALL_HEADER_BYTES:
         # A small copy costs less than the memoryviews that avoid it: a received header is
         # a memoryview, and byte_view() and a slice of it cost ~1.8k instructions (0.1x
-        # W1's msgpack floor). tobytes() copies in half the time of bytes().
+        # the control-message loads floor of `bench.sh floors`). tobytes() copies in half
+        # the time of bytes().
         data = bytes_of(header)
         version = data[0]
         body = data[1:]

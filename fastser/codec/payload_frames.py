@@ -71,7 +71,8 @@ class PayloadFrames:
         # payload's (inflated), within Limits.max_header_bytes together.
         self.object_bytes = header_bytes
         # Which payload frames a ref has named. A list: compiled code indexes a list[bool]
-        # inline, a bytearray through the generic item protocol (~1.5% of W5's loads).
+        # inline, a bytearray through the generic item protocol (~1.5% of the suite's
+        # raw-bytes loads).
         self.used: Optional[list[bool]] = None
 
     def raw_frame(self, ref: Any, writeable: bool) -> Frame:

@@ -3,7 +3,7 @@ numpy header is received (see families.dispatch.register_numpy).
 
 Compiled, with numpy seen as Any: numpy is not a build dependency, so where a wheel is built
 mypy cannot read its types. Interpreted, the bookkeeping around each array cost more than
-numpy's own calls (W3 loads); compiled, what is left per array is mostly numpy's.
+numpy's own calls (the suite's arrays loads); compiled, what is left is mostly numpy's.
 Contiguous arrays leave as one frame that aliases the array; arrays come back as views of the
 received frame. Dtypes travel as .npy descriptors (never pickled).
 """

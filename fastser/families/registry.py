@@ -21,9 +21,9 @@ FamilyLoads = Callable[[Header, list[Frame]], Any]
 # A dispatch entry's functions: obj -> (header, frames) and (header, frames) -> obj.
 TypeDumps = Callable[[Any], tuple[Header, list[Frame]]]
 TypeLoads = Callable[[Header, list[Frame]], Any]
-# A short array record's fields (dtype, shape, flags, frame) -> the array (_numpy.short_array).
-# A dispatch entry's way to build its object from a short record's fields (the numpy
-# entry's: dtype, shape, order "F" or "C", writeable, the frame), without a header.
+# A dispatch entry's way to build its object from a short record's fields, without a header
+# (the numpy entry's, families.numpy.short_array: dtype, shape, order "F" or "C",
+# writeable, the frame).
 ShortLoads = Callable[[str, list[Any], str, bool, Frame], Any]
 
 
@@ -43,8 +43,9 @@ class DispatchEntry:
         self.name = name
         self.dumps = dumps
         self.loads = loads
-        # Set on fastser's own numpy entry only: loads of a short array record (wire version
-        # 8) from its fields, (dtype, shape, flags, frame), without a header dict.
+        # Set on fastser's own numpy entry only: loads of a short array record
+        # (codec.array_records) from its fields, (dtype, shape, flags, frame), without a
+        # header dict.
         self.short_loads: Optional[ShortLoads] = None
 
 

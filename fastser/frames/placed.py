@@ -9,8 +9,8 @@ handed out, with a weak reference to that very view (an id that another object r
 never taken for it) and where the frame lies in the buffer the view exports (`view.obj`).
 An entry holds no buffer: the pieces' own `.obj` is joined, so a frame released, or dead,
 keeps nothing alive. Proving two pieces adjacent this way costs two dict lookups, against
-one ctypes address per piece plus one for their buffer (~0.3 µs each: 1.4x W3's msgpack
-floor).
+one ctypes address per piece plus one for their buffer (`bench.sh floors`, arrays loads,
+times both joins).
 """
 
 import weakref
