@@ -149,7 +149,7 @@ class DecodeState:
         self.collections += 1  # a tuple may be a dict key: the depth walk looks at keys
         self.made += 1
         if self.made > COUNT_AFTER:
-            self.hashes().count_tuple(made)
+            return self.hashes().count_tuple(made)
         return made
 
     def hashes(self) -> HashCounter:
@@ -195,7 +195,7 @@ class DecodeState:
                 made = tuple(items[1:])
                 self.made += 1
                 if self.made > COUNT_AFTER:
-                    self.hashes().count_tuple(made)
+                    return self.hashes().count_tuple(made)
                 return made
             return self.as_tuple(items) if self.lists_as_tuples else items
         self.marks -= 1
