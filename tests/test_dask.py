@@ -350,6 +350,10 @@ async def tls_cluster(security: Any) -> None:
             x = client.submit(np.arange, 100_000, pure=False)
             np.testing.assert_array_equal(await client.submit(operator.mul, x, 2),
                                           np.arange(100_000) * 2)
+            # A tls:// client on the same port (test_dask_one_port.py has tcp://).
+            async with Client(address.replace("fastser-tls://", "tls://"), security=security,
+                              asynchronous=True) as tls_client:
+                assert await tls_client.submit(sum, range(10)) == 45
             # require-encryption refuses fastser:// (unencrypted) and accepts fastser-tls://.
             with pytest.raises(RuntimeError, match="encryption required"):
                 await connect(address.replace("fastser-tls://", "fastser://"),

@@ -160,7 +160,7 @@ async def first_message_sizes(first: bytes, monkeypatch: pytest.MonkeyPatch) -> 
     import distributed.comm.tcp as tcp
 
     sizes: list[int] = []
-    original = tcp.host_array
+    original = getattr(tcp, "host_array")  # imported there from distributed.protocol.utils
 
     def recorded(size: int) -> Any:
         sizes.append(size)
