@@ -5,7 +5,9 @@ only Comm.read/write change. Sits on the codec, frames.stream and transport's re
 
 Rule: each side opens a connection with MAGIC, so a peer speaking another protocol is
 refused at its first 8 bytes; every count and length read after it is checked against
-DASK_LIMITS before anything is allocated for it.
+DASK_LIMITS before anything is allocated for it. The listener writes nothing before the
+peer's first 8 bytes: MAGIC makes a fastser:// comm, distributed's tcp:// (tls://) framing
+one of distributed's own comms on the same stream (one port serves both; see OnePort).
 
 Strategy: distributed's four wrappers are mapped onto fastser's by Encoder(default=)
 (anything else distributed would have pickled becomes ToPickle), and back by the Decoder:
@@ -17,21 +19,23 @@ tcp:// with its frames, are in dask.bridge; importing this module registers them
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Final, Optional, Union, cast
 
 import dask.config
 from dask.utils import parse_timedelta
-from distributed.comm.addressing import get_address_host
+from distributed.comm.addressing import get_address_host, unparse_host_port
 from distributed.comm.core import CommClosedError
 import distributed.comm.utils as comm_utils
 from distributed.comm.tcp import (TCP, TLS, TCPBackend, TCPConnector, TCPListener,
                                   TLSBackend, TLSConnector, TLSListener,
-                                  convert_stream_closed_error)
+                                  convert_stream_closed_error, get_stream_address)
 from distributed.sizeof import safe_sizeof
 from distributed.system import MEMORY_LIMIT
 from distributed.utils import get_ip, offload
+import tornado
 from tornado.iostream import IOStream, StreamClosedError
 
 from fastser.buffers import Frame, Header
@@ -54,8 +58,17 @@ from fastser.transport.sock import MAX_IO_BYTES
 logger = logging.getLogger(__name__)
 
 # The first 8 bytes each side writes. Read by distributed's tcp:// framing as a message
-# length it is, about 3.2e16 bytes: a tcp:// peer fails at once instead of waiting.
+# length it is, about 3.2e16 bytes: a tcp:// listener's reader fails at once instead of
+# waiting, and no tcp:// peer's first 8 bytes (see TCP_GREETING_BYTES) are MAGIC.
 MAGIC: Final = b"fastser\x00"
+# The most a tcp:// (tls://) peer of a fastser:// listener may announce in its first 8 bytes
+# (distributed's length of its first message, native byte order as distributed writes it).
+# That message is its handshake, a dict of three short keys (about 100 bytes); distributed's
+# reader would reserve whatever is announced before reading it.
+TCP_GREETING_BYTES: Final = 2**16
+# The dask config key that lets a fastser:// listener serve tcp:// peers (tls:// on
+# fastser-tls://) on its port; False refuses them with one log line.
+ACCEPT_TCP_KEY: Final = "distributed.comm.fastser.accept-tcp"
 # fastser's wire version, added to the handshake. Its "pickle-protocol" key is kept and
 # agreed as distributed does (the scheduler asks for 4), but fastser's pickle family writes
 # protocol 5 (out-of-band buffers), which every Python fastser runs on reads.
@@ -418,7 +431,7 @@ class HandshakeDeadline:
         HANDSHAKE_DEADLINE.set(None)
         handshake_seconds_left()  # the clock starts at acceptance
         try:
-            await super()._handle_stream(stream, address)  # type: ignore[misc]  # TCPListener's
+            await super()._handle_stream(stream, address)  # type: ignore[misc]  # OnePort's
         except HandshakeFailed as exc:
             logger.warning("%s", exc)
 
@@ -456,14 +469,136 @@ class HandshakeDeadline:
         raise HandshakeFailed(f"closed {comm.peer_address}: {reason}") from None
 
 
-class FastserListener(HandshakeDeadline, WorkerHost, TCPListener):
+def accepts_tcp() -> bool:
+    """Whether fastser:// listeners serve tcp:// peers too (dask config ACCEPT_TCP_KEY)."""
+    return bool(dask.config.get(ACCEPT_TCP_KEY, default=True))
+
+
+def give_back(stream: IOStream, data: bytes) -> bool:
+    """Put `data` back in front of what `stream` has received and not yet returned, so that
+    its next read returns it first; False (and nothing done) where tornado's IOStream is
+    not as expected."""
+    # tornado has no "unread": its IOStream keeps what it has received and not returned in
+    # _read_buffer (a bytearray, _read_buffer_size bytes long; _user_read_buffer while a
+    # read_into is under way), and every read takes from there first.
+    buffered = getattr(stream, "_read_buffer", None)
+    if not isinstance(buffered, bytearray) or getattr(stream, "_user_read_buffer", True) \
+            or getattr(stream, "_read_buffer_size", None) != len(buffered):
+        return False
+    buffered[:0] = data
+    stream._read_buffer_size += len(data)
+    return True
+
+
+class OnePort:
+    """One port for fastser:// and tcp:// (fastser-tls:// and tls://) peers: the listener
+    reads the peer's first 8 bytes before it writes anything. A fastser peer's are MAGIC
+    (both sides greet with it); anything else is distributed's framing, a length, and the
+    stream goes, those bytes given back, to distributed's comm of the plain scheme. Both
+    kinds are then held to the same deadline (HandshakeDeadline). distributed's listener
+    writes its handshake first and makes the comm before reading anything. Mixed in after
+    HandshakeDeadline, whose deadline and log line it runs under."""
+
+    prefix: str
+    comm_class: type[FastserComm]
+    # distributed's comm, and its scheme, for peers that do not greet with MAGIC.
+    plain_class: type[TCP]
+    plain_prefix: str
+    tcp_server: Any
+    deserialize: bool
+    allow_offload: bool
+    contact_address: str
+    comm_handler: Callable[[Any], Any]
+
+    async def _handle_stream(self, stream: IOStream, address: Any) -> None:
+        # distributed's TCPListener._handle_stream (replaced, not called), the peer's first
+        # bytes read first.
+        peer = unparse_host_port(*address[:2])
+        # HandshakeDeadline's, which this is mixed in after.
+        prepare = self._prepare_stream  # type: ignore[attr-defined]
+        prepared: Optional[IOStream] = await prepare(stream, self.prefix + peer)
+        if prepared is None:  # TLS failed
+            return
+        first = await self.first_bytes(prepared, self.prefix + peer)
+        if first is None:
+            return
+        if self.tcp_server is None:
+            # As distributed: stop() was called since the connection was accepted, and no
+            # one will close a comm made now.
+            prepared.close()
+            return
+        fastser = first == MAGIC
+        if not fastser and not self.check_plain(prepared, first, self.plain_prefix + peer):
+            return
+        prefix = self.prefix if fastser else self.plain_prefix
+        logger.debug("Incoming connection from %r to %r", prefix + peer, self.contact_address)
+        comm_class = self.comm_class if fastser else self.plain_class
+        comm: Any = comm_class(prepared, prefix + get_stream_address(prepared), prefix + peer,
+                               self.deserialize)
+        comm.allow_offload = self.allow_offload
+        if fastser:
+            comm.greeting_seen = True
+        try:
+            await self.on_connection(comm)  # type: ignore[attr-defined]  # HandshakeDeadline's
+        except CommClosedError:
+            logger.info("Connection from %s closed before handshake completed", prefix + peer)
+            return
+        await self.comm_handler(comm)
+
+    async def first_bytes(self, stream: IOStream, address: str) -> Optional[bytes]:
+        """The peer's first 8 bytes, or None if it closed first or sent none in time."""
+        try:
+            first: bytes = await asyncio.wait_for(stream.read_bytes(len(MAGIC)),
+                                                  handshake_seconds_left())
+        except asyncio.TimeoutError:
+            refuse(stream, f"closed {address}: no first {len(MAGIC)} bytes within "
+                           "distributed.comm.timeouts.connect="
+                           f"{dask.config.get('distributed.comm.timeouts.connect')}")
+            return None
+        except StreamClosedError:
+            logger.info("Connection from %s closed before handshake completed", address)
+            return None
+        return first
+
+    def check_plain(self, stream: IOStream, first: bytes, address: str) -> bool:
+        """Whether `first` went back to `stream`, for a comm of the plain scheme (if not,
+        the stream is closed)."""
+        (announced,) = struct.unpack("Q", first)
+        if not accepts_tcp():
+            return refuse(stream, f"closed {address}: a {self.plain_prefix} peer, and "
+                                  f"{ACCEPT_TCP_KEY} is False")
+        if announced > TCP_GREETING_BYTES:
+            return refuse(stream, f"closed {address}: it speaks neither fastser nor "
+                                  f"{self.plain_prefix}: its first bytes {first!r} are not "
+                                  f"{MAGIC!r}, nor a handshake's length (they announce "
+                                  f"{announced} bytes)")
+        if not give_back(stream, first):
+            return refuse(stream, f"closed {address}: this tornado ({tornado.version}) "
+                                  "cannot hand a stream to distributed's comm after its "
+                                  "first bytes were read")
+        return True
+
+
+def refuse(stream: IOStream, reason: str) -> bool:
+    """Log `reason`, then close `stream` (in that order: the peer sees the close after the
+    line is written). False, for check_plain."""
+    logger.warning("%s", reason)
+    stream.close()
+    return False
+
+
+class FastserListener(HandshakeDeadline, OnePort, WorkerHost, TCPListener):
     prefix = "fastser://"
     comm_class = FastserTCP
+    plain_class = TCP
+    plain_prefix = "tcp://"
 
 
-class FastserTLSListener(HandshakeDeadline, WorkerHost, TLSListener):
+class FastserTLSListener(HandshakeDeadline, OnePort, WorkerHost, TLSListener):
     prefix = "fastser-tls://"
     comm_class = FastserTLS
+    plain_class = TLS
+    plain_prefix = "tls://"
 
 
 class FastserBackend(TCPBackend):
