@@ -19,6 +19,7 @@ hash: hashing every level of a nested tuple again would make counting quadratic 
 depth); a flat item is hashed again, in time linear in its items.
 """
 
+import os
 import sys
 from typing import Any, Final, Optional
 
@@ -41,6 +42,14 @@ XXPRIME_1: Final = 11400714785074694791
 XXPRIME_2: Final = 14029467366897019727
 XXPRIME_5: Final = 2870177450012600261
 MASK_64: Final = (1 << 64) - 1
+# Whether str and bytes hash with a secret key (PYTHONHASHSEED unset or "random"). Then a
+# tuple led by one starts its hash from a value no peer knows, and the xxHash steps after it
+# cannot be solved for collisions without it: such tuples (a dask key, ("name", 3)) need
+# no count, which saves a hash of every string of them. Led by anything else, a tuple
+# can be solved for (two plain ints were, for one hash).
+SECRET_STR_HASHES: Final = os.environ.get("PYTHONHASHSEED", "random") == "random"
+# What hash() never returns (CPython makes a -1 -2): the mark of an unhashable tuple.
+UNHASHABLE: Final = -1
 
 
 # The same as signed 64-bit ints, for i64 arithmetic, which wraps in compiled code (C's
@@ -117,8 +126,9 @@ class HashCounter:
         self.mask: i64 = size - 1
         # hash -> the distinct values of that hash seen in busy slots
         self.busy: Optional[dict[int, list[Any]]] = None
-        # The tuples counted that hold tuples, newest last, and their hashes: the decode
-        # makes a tuple's items before the tuple, so those are on top when it is made.
+        # The tuples counted that hold tuples or unhashable values, newest last, and their
+        # hashes (UNHASHABLE): the decode makes a tuple's items before the tuple, so those
+        # are on top when it is made.
         self.tuples: list[Any] = []
         self.tuple_hashes: list[int] = []
         # How deep the last float key scan found containers nest (depth.float_key_hashes).
@@ -141,22 +151,38 @@ class HashCounter:
         equal nested tuples item by item again was quadratic in their depth)."""
         nested = False
         for item in made:
-            if type(item) is tuple:
+            t = type(item)
+            if t is tuple:
                 nested = True
-                break
+            elif t is dict or t is list or t is set or t is bytearray:
+                return self.unhashable(made)  # without hash() raising (slow compiled)
+        secret = SECRET_STR_HASHES and len(made) > 0 and \
+            (type(made[0]) is str or type(made[0]) is bytes)
+        if secret and not nested:
+            return made  # a dask key ("name", 3): nothing to count, nothing to hash
         try:
             h: i64 = self.nested_hash(made) if nested and TUPLE_HASH_FROM_ITEMS \
                 else hash(made)
-        except TypeError:
-            return made
-        kept = self.count_hash(h, made)
+        except TypeError:  # an item of another unhashable type
+            h = UNHASHABLE
+        if h == UNHASHABLE:
+            return self.unhashable(made)
+        kept = made if secret else self.count_hash(h, made)
         if nested and TUPLE_HASH_FROM_ITEMS:
             self.tuples.append(kept)
             self.tuple_hashes.append(h)
         return kept
 
+    def unhashable(self, made: tuple[Any, ...]) -> Any:
+        """A tuple that holds an unhashable value, on the stack as such: a tuple made of it
+        is unhashable too, which it learns there without hash() raising."""
+        self.tuples.append(made)
+        self.tuple_hashes.append(UNHASHABLE)
+        return made
+
     def nested_hash(self, made: tuple[Any, ...]) -> int:
-        """hash(made), each tuple item's hash taken off the stack where it is on top."""
+        """hash(made), each tuple item's hash taken off the stack where it is on top;
+        UNHASHABLE where an item is."""
         tuples = self.tuples
         hashes = self.tuple_hashes
         lanes = [0] * len(made)
@@ -165,7 +191,10 @@ class HashCounter:
             item = made[index]
             if type(item) is tuple and tuples and tuples[-1] is item:
                 tuples.pop()
-                lanes[index] = hashes.pop()
+                lane = hashes.pop()
+                if lane == UNHASHABLE:
+                    return UNHASHABLE
+                lanes[index] = lane
             else:
                 lanes[index] = hash(item)  # a scalar, a flat tuple, a frozenset (kept hash)
             index -= 1
