@@ -136,10 +136,10 @@ N = rounds(1 << 18, 1 << 22)  # header bytes; the extended suite: 4 MiB
     ("one-item arrays as tuples",
      "decoder = fastser.Decoder(lists_as_tuples=True)\n"
      f"frames = [b'\\x01\\xdd' + ({N // 2}).to_bytes(4, 'big') + b'\\x91\\xc0' * {N // 2}]"),
-    ("arrays nested 250 deep as tuples",
+    ("arrays nested 250 deep as tuples, each chain ending in its own int (no two equal)",
      "decoder = fastser.Decoder(lists_as_tuples=True)\n"
-     f"frames = [b'\\x01\\xdd' + ({N // 251}).to_bytes(4, 'big') + "
-     f"(b'\\x91' * 250 + b'\\xc0') * {N // 251}]"),
+     f"chains = [b'\\x91' * 250 + b'\\xd2' + i.to_bytes(4, 'big') for i in range({N // 255})]\n"
+     f"frames = [b'\\x01\\xdd' + ({N // 255}).to_bytes(4, 'big') + b''.join(chains)]"),
     ("maps keyed by an empty memoryview, nested 200 deep",  # ext 3 of no data per level
      "decoder = fastser.Decoder(deserializers=fastser.SAFE_DESERIALIZERS)\n"
      "level = b'\\x81\\xc7\\x00\\x03'\n"
