@@ -150,11 +150,7 @@ def test_a_decompressed_array_is_writeable_without_a_second_copy(name: str) -> N
     x = np.zeros(300_000)
     y = fastser.loads(fastser.dumps(Serialize(x), compression=name))
     assert y.flags.writeable and (y == x).all()
-    owner = y
-    while isinstance(owner, np.ndarray) and owner.base is not None:
-        owner = owner.base
-    if isinstance(owner, memoryview):
-        owner = owner.obj
+    owner = buffer_owner(y)
     # The array is a view of the decompressor's own output buffer.
     assert type(owner) is bytearray and len(owner) == x.nbytes
 
@@ -273,3 +269,13 @@ def test_decompression_is_bounded_per_message_too(name: str) -> None:
     # Forwarding does not decompress Serialize payloads, so it is not bounded by them.
     three = fastser.dumps([Serialize(zeros)] * 3, compression=name)
     assert len(fastser.loads(three, deserialize=False, limits=limits)) == 3
+
+
+def buffer_owner(array: Any) -> Any:
+    """The object whose memory a numpy array decoded from a frame lives in."""
+    owner = array
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    if isinstance(owner, memoryview):
+        owner = owner.obj
+    return owner

@@ -25,19 +25,11 @@ from distributed.comm.core import CommClosedError, connect, listen  # noqa: E402
 
 import fastser.dask  # noqa: E402
 from fastser.dask import ACCEPT_TCP_KEY, MAGIC, TCP_GREETING_BYTES  # noqa: E402
+from test_dask import Records  # noqa: E402
 from test_dask_listener import open_connections  # noqa: E402
 
 TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
 CONNECT = 1.0  # distributed.comm.timeouts.connect where a test waits for it, seconds
-
-
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
 
 
 @pytest.fixture

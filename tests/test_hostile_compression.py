@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from test_compression import buffer_owner
 
 import fastser
 from fastser import DeserializationError
@@ -243,11 +244,7 @@ def test_a_zstd_array_that_outgrows_its_first_buffer_keeps_zero_copy() -> None:
     assert zstd_first_bytes(stated, len(frames[-1])) < stated  # it had to grow
     y = fastser.loads(frames)
     assert (y == x).all() and y.flags.writeable
-    owner = y
-    while isinstance(owner, np.ndarray) and owner.base is not None:
-        owner = owner.base
-    if isinstance(owner, memoryview):
-        owner = owner.obj
+    owner = buffer_owner(y)
     assert type(owner) is bytearray and len(owner) == x.nbytes
 
 
