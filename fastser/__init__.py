@@ -14,6 +14,7 @@ from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
 from fastser.errors import DeserializationError, FastserError, FrameError, SerializationError
 from fastser.families.serialize import SAFE_DESERIALIZERS
+from fastser.frames.adaptive import LinkRate
 from fastser.frames.stream import FrameReader
 from fastser.limits import Limits
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -40,6 +41,7 @@ __all__ = [
     "FrameReader",
     "Header",
     "Limits",
+    "LinkRate",
     "Pickled",
     "SAFE_DESERIALIZERS",
     "Serialize",

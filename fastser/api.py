@@ -18,6 +18,7 @@ from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
 from fastser.families import registry as _registry, serialize as _serialize
 from fastser.families.serialize import OnError
 from fastser.frames import stream as _framing
+from fastser.frames.adaptive import LinkRate
 from fastser.frames.stream import FrameReader
 from fastser.limits import Limits
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -71,8 +72,9 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
         a multiple of 16 bytes but the last (fastser's readers then keep them adjacent);
         loads joins them, without a copy when they arrive adjacent in one buffer. At least
         64: smaller pieces make messages that fastser's readers refuse.
-    compression: None (default), "auto" (lz4, else zstd, else none), "lz4", "zstd" or
-        "zlib". Payload frames (of Serialize/ToPickle payloads and of bytes-likes of
+    compression: None (default), "auto" (lz4, else zstd, else none), "lz4", "zstd",
+        "zlib", or "adaptive" (an Encoder's choice per frame for a link it is told the rate
+        of, see LinkRate; without one, as "auto"). Payload frames (of Serialize/ToPickle payloads and of bytes-likes of
         64 KiB or more) under 10,000 bytes, or whose sample does not shrink by 30 %, are
         left as they are. lz4 and zstd need the extras fastser[lz4] / fastser[zstd].
 
@@ -345,13 +347,18 @@ CLASS_DOCS: dict[type, str] = {
     Comes back as data when "pickle" is allowed, else as Pickled, unopened.""",
     Pickled: """Pickled(header, frames): an object already pickled; sent as it is.""",
     Encoder: """Encoder(*, serializers=None, on_error="raise", context=None,
-    frame_split_size=64 MiB, compression=None, default=None)
+    frame_split_size=64 MiB, compression=None, default=None, link=None)
 
     A reusable dumps with fixed options; .dumps(msg) -> list of frames (see fastser.dumps).
     default(obj), if given, is tried for objects that are neither message types nor
     wrappers, before the pickle fallback; it returns a replacement (a wrapper, say) or
-    raises NotImplementedError. Options are checked here: ValueError (TypeError for
-    serializers given as one str) as for dumps. Safe to share between threads.""",
+    raises NotImplementedError. link, a LinkRate that the caller's transport feeds: a
+    frame is then compressed only where that makes it arrive sooner on that link, with the
+    compressor that makes it soonest; compression="adaptive" chooses so among lz4 and zstd
+    (those installed), with a LinkRate of its own (.compressor.link) unless one is given.
+    Options are checked here: ValueError (TypeError for serializers given as one str) as
+    for dumps; ValueError for a link without a compression. Safe to share between
+    threads.""",
     Decoder: """Decoder(*, deserialize=True, deserializers=None, limits=None,
     open_pickled=False, serialized_factory=None, lists_as_tuples=False)
 
@@ -371,6 +378,13 @@ CLASS_DOCS: dict[type, str] = {
     frame, and nesting depth (dumps applies the default
     max_depth too). Frozen; raises TypeError for a bound that is not an int and ValueError
     for one under 1.""",
+    LinkRate: """LinkRate(): the rate a peer takes bytes at, as a transport measures it.
+
+    .sent(nbytes, seconds) counts nbytes taken by the peer in seconds of busy sending (the
+    time the transport held bytes it could not yet hand over); .bytes_per_second is a
+    running average of the last few (0.0 until one was counted). Give one to every Encoder
+    that writes to one host (Encoder(link=...)): they share its link. fastser:// keeps one
+    per peer host and feeds it from its large sends.""",
     FrameReader: """FrameReader(limits=None): a sans-I/O reader of a framed byte stream.
 
     .feed(data) takes the next bytes (any length) and returns the frames of every message

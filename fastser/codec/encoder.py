@@ -15,7 +15,7 @@ so the walk carries none.
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
-from fastser.arguments import check_int
+from fastser.arguments import check_int, check_optional
 from fastser.buffers import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.codec.array_records import short_record
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
@@ -32,7 +32,9 @@ from fastser.families.dispatch import memoryview_frame
 from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
                                         check_families, check_on_error, error_payload,
                                         serialize_with)
-from fastser.frames.compression import check_compression, compress_payload, maybe_compress
+from fastser.frames.adaptive import LinkRate
+from fastser.frames.compression import (FrameCompressor, check_compression, compress_payload,
+                                        compressor_choices)
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
 from fastser.limits import DEFAULT_MAX_DEPTH, object_inflate_bound
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
@@ -76,7 +78,8 @@ class Encoder:
     def __init__(self, *, serializers: Optional[Sequence[str]] = None,
                  on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
                  frame_split_size: int = DEFAULT_SPLIT_SIZE, compression: Optional[str] = None,
-                 default: Optional[Callable[[Any], Any]] = None) -> None:
+                 default: Optional[Callable[[Any], Any]] = None,
+                 link: Optional[LinkRate] = None) -> None:
         check_on_error(on_error)
         check_int(frame_split_size, "frame_split_size")
         if frame_split_size < MIN_SPLIT_SIZE:
@@ -89,6 +92,15 @@ class Encoder:
         self.frame_split_size = frame_split_size
         # "auto" is resolved once, here: None, or the name of an installed compressor.
         self.compression: Optional[str] = check_compression(compression)
+        check_optional(link, LinkRate, "link")
+        self.compressor: Optional[FrameCompressor] = None
+        if self.compression is not None:
+            if compression == "adaptive" and link is None:
+                link = LinkRate()
+            self.compressor = FrameCompressor(compressor_choices(compression), link)
+        elif link is not None and compression is None:
+            raise ValueError("link= takes effect only with a compression: use "
+                             "compression='adaptive' (or name one)")
         self.default = default
         self.pickle_fallback: bool = "pickle" in self.serializers
         self.max_depth: int = DEFAULT_MAX_DEPTH
@@ -250,8 +262,8 @@ class Encoder:
         """The extension type `code` for a large bytes-like's own frame, its data the packed
         ref of the frame, never copied; or, when compression pays, [ref of the compressed
         frame, compression name]. `made`: the ones for frames 1..127, made beforehand."""
-        if self.compression is not None:
-            name, compressed = maybe_compress(frame, self.compression)
+        if self.compressor is not None:
+            name, compressed = self.compressor.compress_frame(frame)
             if name is not None:
                 return ext(code, state.pack_nested(
                     [frame_refs([compressed], state.frames, self.frame_split_size)[0], name]))
@@ -335,12 +347,12 @@ class Encoder:
         # a serialized "error" record, which raises on receipt.
         if header.get(HEADER_SERIALIZER) == ERROR_FAMILY:
             code = EXT_SERIALIZED
-        elif self.compression is not None and HEADER_COMPRESSION not in header:
+        elif self.compressor is not None and HEADER_COMPRESSION not in header:
             # A msgpack payload stays uncompressed where a decoder would refuse to inflate
             # it (each inflated byte becomes objects): fastser never writes what it refuses.
             bound = object_inflate_bound if header.get(HEADER_SERIALIZER) == OBJECT_FAMILY \
                 else None
-            payload = compress_payload(header, payload, self.compression, bound)
+            payload = compress_payload(header, payload, self.compressor, bound)
         return self.record(code, header, payload, state, obj)
 
 

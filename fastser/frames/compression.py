@@ -10,6 +10,8 @@ which announces nothing, is fed in bounded slices and inflated in bounded steps.
 """
 
 import importlib
+import threading
+import time
 import warnings
 import zlib
 from collections.abc import Callable
@@ -18,10 +20,15 @@ from typing import Any, Final, Optional
 from fastser.arguments import check_str
 from fastser.buffers import Frame, Header, byte_view
 from fastser.errors import DeserializationError, chained, shown
+from fastser.frames.adaptive import (LinkRate, costs, counted_cost, pays, seconds_per_byte,
+                                     worth_sampling)
 from fastser.headers import HEADER_COMPRESSION
 
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
 AUTO_ORDER: Final = ("lz4", "zstd")  # zlib is too slow to be chosen for the caller
+# The names that choose for the caller: "auto" one compressor, "adaptive" per frame among
+# the AUTO_ORDER ones installed, for the link (frames.adaptive).
+CHOOSING: Final = ("auto", "adaptive")
 EXTRA_PACKAGE: Final = {"lz4": "lz4", "zstd": "zstandard"}
 MIN_COMPRESS_BYTES: Final = 10_000  # smaller payloads are left as they are
 SAMPLE_PIECES: Final = 5
@@ -42,6 +49,10 @@ INFLATE_STEP: Final = 1 << 20  # most output one zlib call may make
 # Most input one zlib call is given: a call stopped by INFLATE_STEP copies its unread input
 # (unconsumed_tail), so bounding the slice keeps those copies to 1/16 of the output.
 INFLATE_SLICE: Final = 1 << 16
+
+# Each thread's zstd contexts (not to be shared between threads: zstandard's rule): making
+# one costs ~15 us, which doubled the time of compressing a 10 kB sample.
+_zstd_contexts: Final = threading.local()
 
 # Imported compressor modules by name; a missing package is remembered as None.
 _modules: dict[str, Optional[Any]] = {}
@@ -79,26 +90,35 @@ def warn_auto_compresses_nothing() -> None:
 
 def check_compression(name: Optional[str]) -> Optional[str]:
     """The compression an Encoder will use for `name`: None, or an installed compressor.
-    "auto" picks lz4, else zstd, else None, and then warns (RuntimeWarning, once per
-    process) that nothing will be compressed. Raises ValueError for an unknown name or one
-    whose package is not installed."""
+    "auto" and "adaptive" pick lz4, else zstd, else None, and then warn (RuntimeWarning,
+    once per process) that nothing will be compressed. Raises ValueError for an unknown
+    name or one whose package is not installed."""
     if name is None:
         return None
     check_str(name, "compression")
-    if name == "auto":
+    if name in CHOOSING:
         for candidate in AUTO_ORDER:
             if compressor_module(candidate) is not None:
                 return candidate
         warn_auto_compresses_nothing()
         return None
     if name not in COMPRESSIONS:
-        raise ValueError(f"unknown compression {name!r}: use None, 'auto', "
+        raise ValueError(f"unknown compression {name!r}: use None, 'auto', 'adaptive', "
                          f"{', '.join(repr(n) for n in COMPRESSIONS)}")
     if compressor_module(name) is None:
         package = EXTRA_PACKAGE[name]
         raise ValueError(f"compression {name!r} needs the package {package!r}, which is not "
                          f"installed: pip install 'fastser[{name}]'")
     return name
+
+
+def compressor_choices(name: Optional[str]) -> tuple[str, ...]:
+    """What an Encoder made with compression=`name` (checked) chooses among for a link:
+    every installed one of lz4 and zstd for "adaptive", else the one compression."""
+    if name == "adaptive":
+        return tuple(n for n in AUTO_ORDER if compressor_module(n) is not None)
+    resolved = check_compression(name)
+    return () if resolved is None else (resolved,)
 
 
 def compress(name: str, data: Any) -> bytes:
@@ -111,8 +131,17 @@ def compress(name: str, data: Any) -> bytes:
     if name == "lz4":
         result: bytes = module.compress(data, store_size=True)
     else:
-        result = module.ZstdCompressor().compress(data)
+        result = zstd_context(module, "compressor").compress(data)
     return result
+
+
+def zstd_context(module: Any, kind: str) -> Any:
+    """This thread's zstd "compressor" or "decompressor" (made on first use)."""
+    context = getattr(_zstd_contexts, kind, None)
+    if context is None:
+        context = module.ZstdCompressor() if kind == "compressor" else module.ZstdDecompressor()
+        setattr(_zstd_contexts, kind, context)
+    return context
 
 
 def sample(view: memoryview) -> bytes:
@@ -139,6 +168,47 @@ def maybe_compress(frame: Frame, name: str) -> tuple[Optional[str], Frame]:
     if len(compressed) > KEEP_RATIO * size:
         return None, frame
     return name, compressed
+
+
+def timed_ratio(name: str, probe: bytes) -> tuple[float, float]:
+    """(compressed size / size, seconds per byte to compress and inflate) of `probe`: its
+    ratio, and `name`'s running cost once this sample's counts in it (one sample's time is
+    too noisy to decide by alone)."""
+    start = time.perf_counter()
+    compressed = compress(name, probe)
+    decompress(name, compressed, len(probe), writeable=False)
+    ratio = len(compressed) / len(probe)
+    counted_cost(name, ratio, (time.perf_counter() - start) / len(probe))
+    return ratio, costs[name]
+
+
+def adaptive_compress(frame: Frame, names: tuple[str, ...],
+                      link: LinkRate) -> tuple[Optional[str], Frame]:
+    """(name, compressed bytes) when compressing `frame` with one of `names` makes it arrive
+    sooner on `link` (frames.adaptive), with the one that makes it soonest; otherwise (None,
+    frame). While the link's rate is unknown, as maybe_compress with the first name."""
+    if link.bytes_per_second == 0.0:
+        return maybe_compress(frame, names[0])
+    view = byte_view(frame)
+    size = view.nbytes
+    if size < MIN_COMPRESS_BYTES or size > MAX_COMPRESS_BYTES or \
+            not worth_sampling(names, link):
+        return None, frame
+    probe = sample(view) if size > SAMPLE_PIECES * SAMPLE_PIECE_BYTES * 2 else bytes(view)
+    best: Optional[str] = None
+    best_time = 0.0
+    for name in names:
+        ratio, cost = timed_ratio(name, probe)
+        if pays(ratio, cost, link):
+            spent = seconds_per_byte(ratio, cost, link)
+            if best is None or spent < best_time:
+                best, best_time = name, spent
+    if best is None:
+        return None, frame
+    compressed = compress(best, view)
+    if len(compressed) >= size:
+        return None, frame
+    return best, compressed
 
 
 def decompress(name: Any, frame: Frame, max_bytes: int, writeable: bool = True,
@@ -209,8 +279,8 @@ def zstd_decompress(module: Any, view: memoryview, max_bytes: int, writeable: bo
     if not writeable and first == size:
         # One shot into bytes of the stated size, which the compressed bytes may well hold;
         # the frame must be the whole payload, as the stream reader checks below.
-        data: bytes = module.ZstdDecompressor().decompress(view, max_output_size=size,
-                                                           allow_extra_data=False)
+        data: bytes = zstd_context(module, "decompressor").decompress(
+            view, max_output_size=size, allow_extra_data=False)
         return data
     return zstd_stream(module, view, size, first)
 
@@ -222,7 +292,7 @@ def zstd_stream(module: Any, view: memoryview, size: int, first: int) -> bytearr
     stated size is an upper bound, never an allocation. (Growing by zero-filled doublings
     instead would write each byte twice.)"""
     out = bytearray(first)
-    reader = module.ZstdDecompressor().stream_reader(view)
+    reader = zstd_context(module, "decompressor").stream_reader(view)
     filled = 0
     with memoryview(out) as target:  # released: a bytearray with a view cannot grow
         while filled < first:
@@ -291,7 +361,22 @@ def decompress_frames(compression: Any, frames: list[Frame], max_bytes: int) -> 
     return out
 
 
-def compress_payload(header: Header, payload: list[Frame], compression: str,
+class FrameCompressor:
+    """How an Encoder compresses a frame: without a link, with names[0] where the frame's
+    sample shrinks by 30 %; with one, by the one of `names` that makes the frame arrive
+    soonest on it, where one does (adaptive_compress)."""
+
+    def __init__(self, names: tuple[str, ...], link: Optional[LinkRate]) -> None:
+        self.names = names
+        self.link = link
+
+    def compress_frame(self, frame: Frame) -> tuple[Optional[str], Frame]:
+        if self.link is None:
+            return maybe_compress(frame, self.names[0])
+        return adaptive_compress(frame, self.names, self.link)
+
+
+def compress_payload(header: Header, payload: list[Frame], compressor: FrameCompressor,
                      inflate_bound: Optional[Callable[[int], int]] = None) -> list[Frame]:
     """The payload with every frame that compresses well compressed; the header's
     "compression" lists what each frame went through (only when one did). With
@@ -300,7 +385,7 @@ def compress_payload(header: Header, payload: list[Frame], compression: str,
     names: list[Optional[str]] = []
     frames: list[Frame] = []
     for original in payload:
-        name, frame = maybe_compress(original, compression)
+        name, frame = compressor.compress_frame(original)
         if name is not None and inflate_bound is not None and \
                 byte_view(original).nbytes > inflate_bound(len(frame)):
             name, frame = None, original

@@ -1,0 +1,143 @@
+"""Compression chosen for the link: LinkRate, the cost model, and Encoder(link=...)."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fastser
+from fastser import Encoder, LinkRate, Serialize
+from fastser.frames import adaptive
+from fastser.frames.compression import available_compressions
+
+# int64 of small values: lz4 keeps about a third, zstd under a tenth (frames.adaptive).
+SMALL_INTS = np.random.default_rng(3).integers(0, 16, 500_000, dtype=np.int64)
+RANDOM = np.random.default_rng(4).random(500_000)
+BOTH = all(name in available_compressions() for name in ("lz4", "zstd"))
+
+
+@pytest.fixture(autouse=True)
+def fixed_costs() -> Iterator[None]:
+    """Each test starts from the starting costs, and leaves them so."""
+    saved = dict(adaptive.costs)
+    adaptive.costs.update(adaptive.START_COSTS)
+    try:
+        yield
+    finally:
+        adaptive.costs.update(saved)
+
+
+def link_of(bytes_per_second: float) -> LinkRate:
+    link = LinkRate()
+    if bytes_per_second:
+        link.sent(int(bytes_per_second), 1.0)
+    return link
+
+
+def compressions(frames: list[Any]) -> list[Any]:
+    """What the header says each out-of-band frame went through (None: nothing)."""
+    header = fastser.loads(frames, deserialize=False)
+    payload = header["x"]
+    return list(payload.header.get("compression") or [None] * len(payload.frames))
+
+
+def test_link_rate_averages_what_was_sent() -> None:
+    link = LinkRate()
+    assert link.bytes_per_second == 0.0 and link.samples == 0
+    assert "unmeasured" in repr(link)
+    link.sent(1_000_000, 0.01)
+    assert link.bytes_per_second == pytest.approx(1e8)
+    link.sent(1_000_000, 0.1)  # slower now: the estimate moves towards it, not all the way
+    assert 1e7 < link.bytes_per_second < 1e8
+    assert link.bytes_per_second == pytest.approx(1e8 + adaptive.RATE_WEIGHT * (1e7 - 1e8))
+    before = link.bytes_per_second
+    link.sent(0, 1.0)
+    link.sent(1000, 0.0)
+    link.sent(1000, float("nan"))
+    assert link.bytes_per_second == before and link.samples == 2
+    assert "MB/s" in repr(link)
+
+
+def test_link_rate_checks_its_argument() -> None:
+    with pytest.raises(TypeError, match="nbytes"):
+        LinkRate().sent("1000", 1.0)  # type: ignore[arg-type]
+
+
+def test_the_model_compresses_on_slow_links_only() -> None:
+    cost = adaptive.costs["lz4"]  # ~1.7 ns a byte
+    assert adaptive.pays(0.35, cost, link_of(117e6))  # 1 Gbit: 5 ns a byte against 8.5
+    assert not adaptive.pays(0.35, cost, link_of(2e9))  # CPU-bound: 2.3 against 0.5
+    assert not adaptive.pays(0.99, cost, link_of(117e6))  # saves too little
+    assert adaptive.worth_sampling(("lz4",), link_of(117e6))
+    assert not adaptive.worth_sampling(("lz4",), link_of(2e9))
+    assert adaptive.worth_sampling(("lz4",), LinkRate())  # unknown: try
+
+
+def test_a_sample_counts_in_the_running_cost_within_bounds() -> None:
+    start = adaptive.costs["lz4"]
+    adaptive.counted_cost("lz4", 0.99, 1.0)  # incompressible: says little, not counted
+    assert adaptive.costs["lz4"] == start
+    adaptive.counted_cost("lz4", 0.3, 1.0)  # a sample interrupted: at most 4x counted
+    assert adaptive.costs["lz4"] == pytest.approx(
+        start + adaptive.COST_WEIGHT * (adaptive.OUTLIER * start - start))
+
+
+@pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")
+def test_an_unmeasured_link_compresses_as_auto_does() -> None:
+    frames = Encoder(compression="adaptive").dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == ["lz4"]
+    assert Encoder(compression="adaptive").compressor is not None
+
+
+@pytest.mark.skipif(not available_compressions(), reason="needs a compressor")
+def test_a_fast_link_pays_no_compression_and_takes_no_sample() -> None:
+    before = dict(adaptive.costs)
+    encoder = Encoder(compression="adaptive", link=link_of(5e9))
+    frames = encoder.dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == [None]
+    assert adaptive.costs == before  # no sample was timed
+    assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
+
+
+@pytest.mark.skipif(not BOTH, reason="needs lz4 and zstandard")
+def test_a_slow_link_takes_the_compressor_that_delivers_soonest() -> None:
+    # 10 MB/s: bytes on the wire cost 100 ns each; zstd's smaller output wins.
+    frames = Encoder(compression="adaptive", link=link_of(1e7)).dumps(
+        {"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == ["zstd"]
+    assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
+    # Incompressible data goes as it is, on any link.
+    frames = Encoder(compression="adaptive", link=link_of(1e7)).dumps(
+        {"x": Serialize(RANDOM)})
+    assert compressions(frames) == [None]
+
+
+@pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")
+def test_a_named_compression_with_a_link_adapts_with_that_one() -> None:
+    link = link_of(1e7)
+    frames = Encoder(compression="lz4", link=link).dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == ["lz4"]
+    link.sent(10**12, 1.0)  # now far faster than lz4: no longer compressed
+    assert link.bytes_per_second > 1e10
+    frames = Encoder(compression="lz4", link=link).dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == [None]
+
+
+def test_a_link_needs_a_compression() -> None:
+    with pytest.raises(ValueError, match="link= takes effect only with a compression"):
+        Encoder(link=LinkRate())
+    with pytest.raises(TypeError, match="link"):
+        Encoder(compression="zlib", link=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not available_compressions(), reason="needs a compressor")
+@settings(max_examples=30, deadline=None)
+@given(rate=st.sampled_from([0.0, 1e6, 1e8, 1e9, 1e11]),
+       repeat=st.integers(1, 4), size=st.integers(0, 70_000))
+def test_whatever_is_chosen_comes_back_equal(rate: float, repeat: int, size: int) -> None:
+    data = (bytes(range(repeat)) * (size // repeat + 1))[:size]
+    msg = {"x": Serialize(data), "raw": bytearray(data), "list": [data]}
+    frames = Encoder(compression="adaptive", link=link_of(rate)).dumps(msg)
+    assert fastser.loads(frames) == {"x": data, "raw": bytearray(data), "list": [data]}
