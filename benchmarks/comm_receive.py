@@ -34,7 +34,7 @@ SHAPES = "50x1048576,5x8000000,1x100000000,1x40000000,10x100000,200x65536"
 
 
 def alternative_reader(receiver: str) -> Any:
-    """fastser.dask.read_frames as `receiver` names it: with a read per run of adjacent
+    """fastser.dask.comm.read_frames as `receiver` names it: with a read per run of adjacent
     frames of up to 1 GiB or of up to READ_BYTES, into numpy.empty's buffer at every size
     (transparent huge pages from 4 MiB on), or with no populate before each read.
     fastser.dask is never compiled, so the receiver's module attribute can be replaced."""
@@ -74,10 +74,10 @@ def alternative_reader(receiver: str) -> Any:
 
 
 def receive(receiver: str, addresses: Any) -> None:
-    import fastser.dask
+    import fastser.dask.comm
     from distributed.comm.core import listen
     if receiver.startswith("fastser:// "):
-        setattr(fastser.dask, "read_frames", alternative_reader(receiver))
+        setattr(fastser.dask.comm, "read_frames", alternative_reader(receiver))
 
     async def serve() -> None:
         async def handle(comm: Any) -> None:

@@ -75,7 +75,8 @@ def test_compiled_suite_runs_the_dask_tests() -> None:
 def test_dask_module_stays_interpreted() -> None:
     # It subclasses distributed's classes (setup.py lists the reason).
     pytest.importorskip("distributed")
-    for name in ("fastser.dask", "fastser.dask.bridge"):
+    for name in ("fastser.dask", "fastser.dask.backend", "fastser.dask.bridge",
+                 "fastser.dask.codecs", "fastser.dask.comm", "fastser.dask.listener"):
         dask_module = importlib.import_module(name)
         assert dask_module.__file__ is not None and dask_module.__file__.endswith(".py")
 

@@ -35,8 +35,9 @@ import fastser  # noqa: E402
 from fastser import Decoder  # noqa: E402
 from fastser.codec.wire import WIRE_VERSION
 from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate, receive_buffer
-from fastser.dask import (MAGIC, WIRE_KEY, FastserBackend, FastserComm,  # noqa: E402
-                          FastserTLSBackend, make_encoder)
+from fastser.dask import FastserBackend, FastserTLSBackend  # noqa: E402
+from fastser.dask.codecs import make_encoder  # noqa: E402
+from fastser.dask.comm import MAGIC, WIRE_KEY, FastserComm  # noqa: E402
 from streams import owner_of  # noqa: E402
 
 TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
@@ -45,7 +46,7 @@ TIMEOUT = 30.0  # seconds, for anything that waits on the cluster
 # process runs it): counts calls of distributed's message codec and of fastser's comm.
 PROBE = '''
 import distributed.protocol as probed_protocol
-import fastser.dask as probed_dask
+import fastser.dask.comm as probed_dask
 
 
 def install():
@@ -183,15 +184,15 @@ def test_dask_array_reduction(client: Client) -> None:
 
 def test_large_message_is_opened_off_the_event_loop(client: Client,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import fastser.dask
+    import fastser.dask.comm
     opened: list[Any] = []
 
     def counted(function: Any, *args: Any) -> Any:
         opened.append(function)
         return offload(function, *args)
 
-    offload = getattr(fastser.dask, "offload")  # distributed.utils.offload, as imported there
-    monkeypatch.setattr(fastser.dask, "offload", counted)
+    offload = getattr(fastser.dask.comm, "offload")  # distributed.utils.offload, as imported there
+    monkeypatch.setattr(fastser.dask.comm, "offload", counted)
     big = client.submit(np.ones, 3 * 2**20, pure=False)  # 24 MiB, above distributed's 10 MiB
     assert client.gather(big).sum() == 3 * 2**20
     assert client.gather(client.submit(operator.neg, 1, pure=False)) == -1
@@ -233,7 +234,7 @@ def test_hostile_peer_is_refused_before_allocation(client: Client, data: bytes, 
         sizes.append(size)
         return receive_buffer(size)
 
-    monkeypatch.setattr(fastser.dask, "receive_buffer", recorded)
+    monkeypatch.setattr(fastser.dask.comm, "receive_buffer", recorded)
     records = Records()
     logging.getLogger("fastser.dask").addHandler(records)
     try:
@@ -526,7 +527,7 @@ def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
         spans.append((start, stop))
         populate(view, start, stop)
 
-    monkeypatch.setattr(fastser.dask, "populate", recorded)
+    monkeypatch.setattr(fastser.dask.comm, "populate", recorded)
     big = np.arange(MMAP_BYTES // 8 + 100_003, dtype=np.float64)
     after = np.arange(300_001, dtype=np.int64) - 7
     sent = {"odd": b"o" * 65_537, "big": big, "after": after}
@@ -547,7 +548,7 @@ def test_a_large_message_arrives_in_private_memory_populated_as_it_is_read(
 
 def test_lists_arrive_as_tuples_as_on_tcp() -> None:
     # distributed relies on it: ForwardOutput's print events must carry a tuple of args.
-    from fastser.dask import make_decoder, make_encoder
+    from fastser.dask.codecs import make_decoder, make_encoder
     frames = make_encoder(None, "message", {}, 2**26).dumps(
         {"op": "log-event", "msg": {"args": ["foo", "\n"]}, "keys": [("x", 1), []],
          "data": DSerialize([1, [2]])})

@@ -22,7 +22,7 @@ pytest.importorskip("distributed")
 import dask.config  # noqa: E402
 from distributed.comm.core import connect, listen  # noqa: E402
 
-from fastser.dask import MAGIC  # noqa: E402
+from fastser.dask.comm import MAGIC  # noqa: E402
 
 TIMEOUT = 30.0
 CONNECT = 1.0  # distributed.comm.timeouts.connect in these tests, seconds

@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 from distributed import Client, Nanny, Scheduler, Worker  # noqa: E402
 from distributed.comm.core import CommClosedError, connect, listen  # noqa: E402
 
-import fastser.dask  # noqa: E402
-from fastser.dask import ACCEPT_TCP_KEY, MAGIC, TCP_GREETING_BYTES  # noqa: E402
+from fastser.dask.comm import MAGIC  # noqa: E402
+from fastser.dask.listener import ACCEPT_TCP_KEY, TCP_GREETING_BYTES, accepts_tcp  # noqa: E402
 from test_dask import Records  # noqa: E402
 from test_dask_listener import open_connections  # noqa: E402
 
@@ -195,4 +195,4 @@ def test_a_handshake_sized_tcp_message_goes_to_distributed_reader(
 
 def test_magic_is_no_tcp_handshake_length() -> None:
     assert struct.unpack("Q", MAGIC)[0] > TCP_GREETING_BYTES
-    assert fastser.dask.accepts_tcp() is True  # the default
+    assert accepts_tcp() is True  # the default

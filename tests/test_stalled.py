@@ -30,7 +30,7 @@ def stall_bytes(scheme: str) -> bytes:
     distributed's length of 1 GiB (tcp://, whose reader allocates it at once), then 160
     bytes."""
     if scheme == "fastser":
-        from fastser.dask import MAGIC
+        from fastser.dask.comm import MAGIC
         return MAGIC + struct.pack("<3Q", 2, 100, GiB) + b"h" * 160
     return struct.pack("<Q", GiB) + b"h" * 160
 

@@ -40,7 +40,7 @@ CONTEXT = {"compression": None, "python": tuple(sys.version_info)[:3], "pickle-p
 def fastser_codec(to_scheduler: bool) -> tuple[Any, Any]:
     """The Encoder and Decoder a fastser:// comm makes for Comm.write(msg) and Comm.read()."""
     from distributed.comm.tcp import TCP
-    from fastser.dask import make_decoder, make_encoder
+    from fastser.dask.codecs import make_decoder, make_encoder
 
     return (make_encoder(None, "message", CONTEXT, TCP.max_shard_size),
             make_decoder(not to_scheduler, None))

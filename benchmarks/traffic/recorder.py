@@ -12,8 +12,8 @@ import os
 import time
 from typing import Any, Optional
 
-import fastser.dask
-from fastser.dask import FastserComm
+import fastser.dask.comm
+from fastser.dask.comm import FastserComm
 
 import shapes
 
@@ -65,6 +65,6 @@ def dask_teardown(worker: Any) -> None:
     flush()
 
 
-if not getattr(fastser.dask, "traffic_recorder_installed", False):
+if not getattr(fastser.dask.comm, "traffic_recorder_installed", False):
     install()
-    fastser.dask.traffic_recorder_installed = True  # type: ignore[attr-defined]
+    fastser.dask.comm.traffic_recorder_installed = True  # type: ignore[attr-defined]
