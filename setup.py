@@ -71,6 +71,7 @@ COMPILED_MODULES = [
     "fastser/codec/defaults.py",
     # transports
     "fastser/transport/receive_buffer.py",
+    "fastser/transport/send_clock.py",
     "fastser/transport/sock.py",
     "fastser/transport/aio.py",
 ]

@@ -24,6 +24,7 @@ import pytest
 pytest.importorskip("distributed")
 
 import dask.array as da  # noqa: E402
+import dask.config  # noqa: E402
 import numpy as np  # noqa: E402
 from distributed import Client, LocalCluster, Nanny, Scheduler, Worker, wait  # noqa: E402
 from distributed.security import Security  # noqa: E402
@@ -32,11 +33,12 @@ from distributed.comm.core import CommClosedError  # noqa: E402
 from distributed.protocol.serialize import Serialize as DSerialize  # noqa: E402
 
 import fastser  # noqa: E402
-from fastser import Decoder  # noqa: E402
+from fastser import Decoder, Encoder, LinkRate  # noqa: E402
 from fastser.codec.wire import WIRE_VERSION
 from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate, receive_buffer
 from fastser.dask import FastserBackend, FastserTLSBackend  # noqa: E402
-from fastser.dask.codecs import make_encoder  # noqa: E402
+from fastser.dask.codecs import (COMPRESSION_KEY, PEER_READS_KEY, READS_KEY,  # noqa: E402
+                                 make_encoder)
 from fastser.dask.comm import MAGIC, WIRE_KEY, FastserComm  # noqa: E402
 from streams import owner_of  # noqa: E402
 
@@ -262,17 +264,60 @@ def test_distributed_codec_never_called(client: Client, probe: dict[str, int]) -
         assert count["reads"] > 10 and count["writes"] > 10, (where, count)
 
 
-@pytest.mark.parametrize("agreed, used", [
-    ("lz4", "lz4"), ("zstd", "zstd"), ("zlib", "zlib"), ("snappy", None), (None, None)])
-def test_compression_agreed_in_the_handshake(agreed: Any, used: Any) -> None:
-    pytest.importorskip("lz4")
-    pytest.importorskip("zstandard")
-    encoder = make_encoder(None, "message", {"compression": agreed}, 2**26)
+ALL_READ = {PEER_READS_KEY: ["lz4", "zstd", "zlib"]}
+
+
+def compressed_with(encoder: Encoder) -> Any:
+    """What the encoder compresses a compressible array's frame with (None: nothing)."""
     msg = {"data": DSerialize(np.zeros(100_000)), "op": "x"}
     frames = encoder.dumps(msg)
-    header = fastser.loads(frames, deserialize=False)["data"].header
-    assert header.get("compression", [None])[0] == used
     np.testing.assert_array_equal(Decoder().loads(frames)["data"], np.zeros(100_000))
+    header = fastser.loads(frames, deserialize=False)["data"].header
+    return header.get("compression", [None])[0]
+
+
+@pytest.mark.parametrize("agreed, used", [
+    ("lz4", "lz4"), ("zstd", "zstd"), ("zlib", "zlib"), ("snappy", "lz4"), (None, "lz4")])
+def test_compression_agreed_in_the_handshake(agreed: Any, used: Any) -> None:
+    # distributed.comm.compression, where it names a compressor, is used as tcp:// would;
+    # otherwise fastser://'s default, "adaptive", with lz4 while the link is unmeasured.
+    pytest.importorskip("lz4")
+    pytest.importorskip("zstandard")
+    assert compressed_with(make_encoder(None, "message", {"compression": agreed, **ALL_READ},
+                                        2**26)) == used
+
+
+@pytest.mark.parametrize("reads, setting, used", [
+    ([], "adaptive", None), (["zstd"], "adaptive", "zstd"), (["lz4"], "zstd", None),
+    (["lz4", "zstd"], "zstd", "zstd"), (["lz4", "zstd"], "none", None),
+    (["lz4", "zstd"], False, None), (["zlib"], "zlib", "zlib"), ("lz4", "adaptive", None)])
+def test_a_peer_is_sent_only_what_it_reads(reads: Any, setting: Any, used: Any) -> None:
+    pytest.importorskip("lz4")
+    pytest.importorskip("zstandard")
+    remote = {READS_KEY: reads}
+    context = {PEER_READS_KEY: FastserComm.handshake_configuration(
+        {**HANDSHAKE, READS_KEY: ["lz4"]}, {**HANDSHAKE, **remote})[PEER_READS_KEY]}
+    with dask.config.set({COMPRESSION_KEY: setting}):
+        assert compressed_with(make_encoder(None, "message", context, 2**26)) == used
+
+
+def test_a_bad_compression_setting_is_named() -> None:
+    with dask.config.set({COMPRESSION_KEY: "snappy"}):
+        with pytest.raises(ValueError, match="distributed.comm.fastser.compression is 'snappy'"):
+            make_encoder(None, "message", ALL_READ, 2**26)
+
+
+def test_adaptive_compression_follows_the_peer_hosts_link() -> None:
+    pytest.importorskip("lz4")
+    link = LinkRate()
+    link.sent(10**11, 1.0)  # 100 GB/s: faster than any compressor
+    assert compressed_with(make_encoder(None, "message", ALL_READ, 2**26, link)) is None
+    slow = LinkRate()
+    slow.sent(10**6, 1.0)
+    assert compressed_with(make_encoder(None, "message", ALL_READ, 2**26, slow)) is not None
+
+
+HANDSHAKE = {"compression": None, "pickle-protocol": 5, WIRE_KEY: WIRE_VERSION}
 
 
 def test_serializers_and_on_error_of_write() -> None:

@@ -12,6 +12,7 @@ tcp:// with its frames, are in dask.bridge.
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Optional, Union
 
+import dask.config
 from distributed.system import MEMORY_LIMIT
 
 from fastser.buffers import Frame, Header
@@ -22,7 +23,8 @@ from fastser.dask.bridge import (DISTRIBUTED_FAMILY, distributed_to_fastser, fam
                                  fastser_to_distributed, open_distributed)
 from fastser.errors import DeserializationError, FastserError
 from fastser.families.serialize import deserialize_within
-from fastser.frames.compression import available_compressions
+from fastser.frames.adaptive import LinkRate
+from fastser.frames.compression import AUTO_ORDER, COMPRESSIONS, available_compressions
 from fastser.headers import HEADER_SERIALIZER
 from fastser.limits import Limits
 
@@ -32,17 +34,63 @@ DASK_LIMITS: Final = Limits(max_frame_bytes=max(2**30, int(MEMORY_LIMIT) // 2),
                             max_message_bytes=max(2**32, int(MEMORY_LIMIT) // 2))
 
 
+# The dask config key of fastser://'s compression: "adaptive" (the default), none (False,
+# None or "none"), or "lz4", "zstd" or "zlib", used wherever a frame's sample shrinks 30 %.
+COMPRESSION_KEY: Final = "distributed.comm.fastser.compression"
+# The handshake key that lists the compressions a process reads, and the key of the agreed
+# options that holds the peer's list.
+READS_KEY: Final = "fastser-reads"
+PEER_READS_KEY: Final = "fastser-peer-reads"
+NONE: Final = (None, False, "none", "None", "false", "False")
+
+
+def compression_setting() -> Any:
+    """fastser://'s compression setting (COMPRESSION_KEY), checked."""
+    setting = dask.config.get(COMPRESSION_KEY, default="adaptive")
+    if setting in NONE:
+        return None
+    if setting != "adaptive" and setting not in COMPRESSIONS:
+        raise ValueError(f"{COMPRESSION_KEY} is {setting!r}: use 'adaptive', none, "
+                         f"{', '.join(repr(name) for name in COMPRESSIONS)}")
+    return setting
+
+
+def peer_reads(remote_info: Mapping[str, Any]) -> list[str]:
+    """The compressions a peer's handshake says it reads (none, from a peer that does not
+    say: it is sent nothing compressed)."""
+    reads = remote_info.get(READS_KEY)
+    if not isinstance(reads, (list, tuple)):
+        return []
+    return [name for name in reads if type(name) is str]
+
+
 def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
-                 context: Mapping[str, Any], frame_split_size: int) -> Encoder:
+                 context: Mapping[str, Any], frame_split_size: int,
+                 link: Optional[LinkRate] = None) -> Encoder:
     """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
-    `context` (its "compression": distributed's name, used when fastser has it too)."""
-    compression = context.get("compression")
-    if compression not in available_compressions():  # distributed's names are fastser's
-        compression = None
+    `context`, whose PEER_READS_KEY says what the peer can inflate: never anything else.
+    Compression as COMPRESSION_KEY says; "adaptive" compresses a frame where that makes it
+    arrive sooner on `link` (the peer host's), with lz4 or zstd. Where COMPRESSION_KEY is
+    not set and distributed.comm.compression agreed on a compressor, that one is used, as
+    tcp:// would."""
+    reads: Sequence[str] = context.get(PEER_READS_KEY) or ()
+    readable = set(reads) & set(available_compressions())
+    setting = compression_setting()
+    agreed = context.get("compression")
+    if dask.config.get(COMPRESSION_KEY, default=None) is None and agreed in COMPRESSIONS:
+        setting = agreed
+    compression: Optional[str] = None
+    if setting == "adaptive":
+        choices = [name for name in AUTO_ORDER if name in readable]
+        compression = "adaptive" if len(choices) == len(AUTO_ORDER) else \
+            choices[0] if choices else None
+    elif setting in readable:
+        compression = setting
+        link = None
     return Encoder(serializers=families(serializers) or None,
                    on_error="raise" if on_error == "raise" else "message", context=context,
                    frame_split_size=frame_split_size, default=distributed_to_fastser,
-                   compression=compression)
+                   compression=compression, link=link if compression is not None else None)
 
 
 class PayloadOpener:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Optional, cast
 
+from distributed.comm.addressing import get_address_host
 from distributed.comm.core import CommClosedError
 import distributed.comm.utils as comm_utils
 from distributed.comm.tcp import (TCP, TLS, TCPConnector, TLSConnector,
@@ -25,11 +26,15 @@ from tornado.iostream import IOStream, StreamClosedError
 from fastser.buffers import Frame
 from fastser.codec.encoder import Encoder
 from fastser.codec.wire import WIRE_VERSION
-from fastser.dask.codecs import DASK_LIMITS, MessageDecoder, make_decoder, make_encoder
+from fastser.dask.codecs import (DASK_LIMITS, PEER_READS_KEY, READS_KEY, MessageDecoder,
+                                 make_decoder, make_encoder, peer_reads)
 from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.frames.adaptive import LinkRate
+from fastser.frames.compression import available_compressions
 from fastser.frames.stream import FrameReader, coalesce, pack_frames_prelude
 from fastser.limits import Limits
 from fastser.transport.receive_buffer import populate, receive_buffer
+from fastser.transport.send_clock import TIMED_BYTES, SendClock, link_to
 from fastser.transport.sock import MAX_IO_BYTES
 
 logger = logging.getLogger(__name__)
@@ -87,15 +92,22 @@ def raised_eof(exc: BaseException) -> bool:
     return False
 
 
-def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes) -> int:
+def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes,
+                 clock: Optional[SendClock] = None) -> int:
     """Queue `prefix`, the prelude and `frames` on `stream` (small frames joined, large ones
-    as views: never copied). Like distributed's tcp:// comm, does not wait for the send."""
+    as views: never copied). Like distributed's tcp:// comm, does not wait for the send;
+    `clock` times it if it is large (until tornado has handed its last byte to the kernel)."""
     written = 0
+    last: Any = None
     for buffer in coalesce(prefix + pack_frames_prelude(frames), frames):
         size = buffer.nbytes
         for start in range(0, size, MAX_IO_BYTES):  # OpenSSL and C ints: < 2 GiB a call
-            stream.write(buffer[start:start + MAX_IO_BYTES])
+            last = stream.write(buffer[start:start + MAX_IO_BYTES])
         written += size
+    if clock is not None and written >= TIMED_BYTES and last is not None:
+        clock.queued(written)
+        last.add_done_callback(lambda future: clock.flushed(
+            not future.cancelled() and future.exception() is None))
     return written
 
 
@@ -110,6 +122,7 @@ class FastserComm:
     local_info: dict[str, Any]
     remote_info: dict[str, Any]
     max_shard_size: int
+    peer_address: str
     _closed: bool
     abort: Callable[[], None]
 
@@ -120,6 +133,7 @@ class FastserComm:
         self.encoders: dict[tuple[Any, ...], Encoder] = {}
         self.encoders_options: Optional[dict[str, Any]] = None  # the options they were made for
         self.decoders: dict[Optional[tuple[str, ...]], MessageDecoder] = {}
+        self.clock: Optional[SendClock] = None  # made with the first encoder
 
     def encoder(self, serializers: Optional[Sequence[str]], on_error: str) -> Encoder:
         options = self.handshake_options
@@ -131,8 +145,20 @@ class FastserComm:
         if encoder is None:
             context = {"sender": self.local_info, "recipient": self.remote_info, **options}
             encoder = self.encoders[key] = make_encoder(serializers, on_error, context,
-                                                        self.max_shard_size)
+                                                        self.max_shard_size, self.link())
         return encoder
+
+    def link(self) -> Optional[LinkRate]:
+        """The LinkRate of the peer's host, which this comm's large sends feed."""
+        if self.clock is None:
+            stream = self.stream
+            try:
+                host = get_address_host(self.peer_address)
+                fileno = stream.socket.fileno() if stream is not None else -1
+            except (ValueError, AttributeError, OSError):
+                return None
+            self.clock = SendClock(link_to(host), fileno)
+        return self.clock.link
 
     def decoder(self, deserializers: Optional[Sequence[str]]) -> "MessageDecoder":
         # A reader that opens no payloads (the scheduler) reads alike whatever it is told.
@@ -206,7 +232,7 @@ class FastserComm:
             frames = encoder.dumps(msg)
         prefix = b"" if self.greeted else MAGIC
         try:
-            written = write_frames(stream, frames, prefix)
+            written = write_frames(stream, frames, prefix, self.clock)
             self.greeted = True
         except StreamClosedError as exc:
             self.stream = None
@@ -220,6 +246,7 @@ class FastserComm:
     def handshake_info(self) -> dict[str, Any]:
         info: dict[str, Any] = super().handshake_info()  # type: ignore[misc]  # Comm's
         info[WIRE_KEY] = WIRE_VERSION
+        info[READS_KEY] = available_compressions()
         return info
 
     @staticmethod
@@ -230,6 +257,7 @@ class FastserComm:
             raise ValueError(f"the peer writes fastser wire version {theirs}, this process "
                              f"{local[WIRE_KEY]}: install the same fastser everywhere")
         out[WIRE_KEY] = WIRE_VERSION
+        out[PEER_READS_KEY] = peer_reads(remote)
         return out
 
 
