@@ -2,6 +2,7 @@
 times the workloads that run.py asks for, one line of JSON each way.
 
     python client.py SCHEDULER_ADDRESS --workers N [--chunks 8] [--chunk-mb 8] [--tasks 2000]
+        [--map-tasks 10000] [--shuffle-rows 2000000] [--tls-ca-file F --tls-cert F --tls-key F]
 
 Requests on stdin: {"op": "prepare", "workload": W, "round": R} (make the data, collect
 garbage everywhere: untimed), {"op": "run"} (time it), {"op": "quit"}. Each answer is one
@@ -11,8 +12,13 @@ line on stdout starting with REPLY: {"ready": ...}, {"ok": true}, {"seconds": ..
 Workloads (the first worker makes the data, the others read it, worker to worker):
   transfer-random  --chunks arrays of random float64 (incompressible), --chunk-mb each;
   transfer-small   the same size of int64 of values below 16 (compressible);
+  shuffle          a P2P shuffle (dask.dataframe, method "p2p") of --shuffle-rows rows made
+                   on the workers: an int64 key, a float column, a float column of few
+                   distinct values, a string column of 12 values, a timestamp column;
+                   persisted and waited for, then checked (row count and key sum).
   gather           client.gather of --tasks small results held on the workers (through
                    the scheduler, as a client outside the cluster gathers).
+  map              client.map of --map-tasks tiny tasks, gathered (latency-bound).
 """
 
 import argparse
@@ -25,10 +31,15 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import dask.config
 import distributed
+import distributed.security
 
 REPLY = "@lab "
-WORKLOADS = ("transfer-random", "transfer-small", "gather")
+WORKLOADS = ("transfer-random", "transfer-small", "shuffle", "gather", "map")
+SHUFFLE_PARTITIONS = 16
+CITIES = ["Amsterdam", "Berlin", "Cairo", "Dakar", "Essen", "Faro", "Genoa", "Hanoi",
+          "Izmir", "Jakarta", "Kyiv", "Lima"]
 CONNECT_TIMEOUT = 120.0  # seconds, for the scheduler and the workers to be there
 # distributed leaves Client unannotated: handled as Any (mypy --strict).
 Client: Any = distributed.Client
@@ -47,6 +58,25 @@ def make_small(seed: int, items: int) -> Any:
 
 def first_item(array: Any) -> float:
     return float(array[0])
+
+
+def make_partition(seed: int, rows: int) -> Any:
+    """One partition of the shuffled dataframe: what a table of events looks like."""
+    import numpy
+    import pandas
+    rng = numpy.random.default_rng(seed)
+    return pandas.DataFrame({
+        "key": rng.integers(0, 1_000_000, rows, dtype=numpy.int64),
+        "value": rng.random(rows),
+        "price": rng.choice(numpy.array([9.99, 19.99, 4.5, 100.0]), rows),
+        "city": pandas.Categorical(rng.choice(CITIES, rows)).astype(str),
+        "time": pandas.Timestamp("2026-01-01") + pandas.to_timedelta(
+            rng.integers(0, 86_400 * 365, rows), unit="s"),
+    })
+
+
+def tiny(number: int) -> int:
+    return number + 1
 
 
 def reply(message: dict[str, Any]) -> None:
@@ -71,7 +101,21 @@ class Workloads:
 
     def prepare(self, workload: str, round_: int) -> None:
         client = self.client
-        if workload == "gather":
+        if workload == "shuffle":
+            self.prepare_shuffle(round_)
+        elif workload == "map":
+            def map_tiny() -> int:
+                futures = client.map(tiny, range(self.args.map_tasks),
+                                     key=[f"tiny-{round_}-{i}" for i in
+                                          range(self.args.map_tasks)])
+                total = sum(client.gather(futures))
+                expected = self.args.map_tasks * (self.args.map_tasks + 1) // 2
+                if total != expected:
+                    raise AssertionError(f"map summed to {total}, not {expected}")
+                client.cancel(futures)
+                return 0
+            self.timed = map_tiny
+        elif workload == "gather":
             def gather() -> int:
                 client.gather(self.kept)
                 return 0
@@ -94,6 +138,28 @@ class Workloads:
         gc.collect()
         client.run(gc.collect)
 
+    def prepare_shuffle(self, round_: int) -> None:
+        import dask.dataframe as dd
+        client = self.client
+        rows = self.args.shuffle_rows // SHUFFLE_PARTITIONS
+        seeds = [round_ * 1000 + i for i in range(SHUFFLE_PARTITIONS)]
+        frame = dd.from_map(make_partition, seeds, rows=rows)
+        # Made and held on the workers before timing: only the shuffle is timed.
+        source = client.persist(frame)
+        wait(source, timeout=CONNECT_TIMEOUT)
+        count, keys = client.compute([source.shape[0], source["key"].sum()], sync=True)
+        self.made = [source]
+
+        def shuffle() -> int:
+            shuffled = client.persist(source.shuffle("key", shuffle_method="p2p"))
+            wait(shuffled, timeout=CONNECT_TIMEOUT)
+            got = client.compute([shuffled.shape[0], shuffled["key"].sum()], sync=True)
+            if list(got) != [count, keys]:
+                raise AssertionError(f"shuffled rows and key sum {got}, not {[count, keys]}")
+            self.made.append(shuffled)
+            return 0
+        self.timed = shuffle
+
     def run(self) -> dict[str, Any]:
         start = time.perf_counter()
         payload = self.timed()
@@ -111,8 +177,18 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=8)
     parser.add_argument("--chunk-mb", type=int, default=8)
     parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--map-tasks", type=int, default=10_000)
+    parser.add_argument("--shuffle-rows", type=int, default=2_000_000)
+    parser.add_argument("--tls-ca-file")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
     args = parser.parse_args()
-    client = Client(args.scheduler, timeout=CONNECT_TIMEOUT)
+    security = None
+    if args.tls_ca_file:
+        security = distributed.security.Security(
+            tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,
+            tls_client_key=args.tls_key, require_encryption=True)
+    client = Client(args.scheduler, timeout=CONNECT_TIMEOUT, security=security)
     try:
         client.wait_for_workers(args.workers, timeout=CONNECT_TIMEOUT)
         workloads = Workloads(client, args)
@@ -121,7 +197,9 @@ def main() -> None:
         reply({"ready": True, "workers": sorted(info),
                "fastser": "compiled" if fastser.COMPILED else "pure",
                "compression": distributed.protocol.compression.get_compression_settings(
-                   "distributed.comm.compression")})
+                   "distributed.comm.compression"),
+               "fastser_compression": str(dask.config.get(
+                   "distributed.comm.fastser.compression", default="adaptive"))})
         for line in sys.stdin:
             request = json.loads(line)
             try:

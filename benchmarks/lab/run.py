@@ -1,8 +1,9 @@
 """Dask clusters across hosts of a network lab on this machine: tcp:// against fastser://.
 
     python benchmarks/lab/run.py [--profiles 1gbit] [--workloads transfer]
-        [--variants tcp,tcp-lz4,fastser,fastser-lz4] [--rounds 5] [--workers 2]
-        [--chunks 8] [--chunk-mb 8] [--tasks 2000] [--python PYTHON] [--json FILE]
+        [--variants tcp,tcp-lz4,fastser,...] [--rounds 5] [--workers 2] [--chunks 8]
+        [--chunk-mb 8] [--tasks 2000] [--map-tasks 10000] [--shuffle-rows 2000000]
+        [--python PYTHON] [--json FILE]
     python benchmarks/lab/run.py --clean [--force]
 
 Needs root (it makes network namespaces). For each profile it builds a network of hosts
@@ -12,9 +13,11 @@ with tc), then starts in them, for every variant at once, what users run: `dask 
 host, and the client script (client.py) on the client host, all with --python (the
 environment holding fastser and distributed: fastser's entry points register fastser://).
 Variants: tcp (as distributed ships it: no compression), tcp-lz4
-(distributed.comm.compression=lz4 in every process), fastser, fastser-lz4 (fastser://
-compresses with what that setting agrees on). Workloads: those of client.py; `transfer`
-names both transfers.
+(distributed.comm.compression=lz4 in every process), fastser (as it ships: compression
+"adaptive", chosen for the link), fastser-none, fastser-lz4 and fastser-zstd
+(distributed.comm.fastser.compression set so), tls and fastser-tls (with a CA and a
+certificate the lab makes with openssl; compared with tls). Workloads: those of client.py;
+`transfer` names both transfers, `all` every workload.
 
 Each round runs every workload on every variant, the variants in an order rotated from round
 to round, each run once the lab's processes are quiet. The report gives per profile,
@@ -31,6 +34,7 @@ import os
 import selectors
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,15 +49,27 @@ from netlab import (PROFILES, Lab, LabError, check_can_build, clean_leftovers,  
 
 CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client.py")
 REPLY: Final = "@lab "
-# name: (scheme, distributed.comm.compression in every process of its cluster)
+COMPRESSION: Final = "DASK_DISTRIBUTED__COMM__COMPRESSION"
+FASTSER_COMPRESSION: Final = "DASK_DISTRIBUTED__COMM__FASTSER__COMPRESSION"
+# name: (scheme, the dask config every process of its cluster gets from its environment).
+# fastser as it ships compresses "adaptive"ly (frames.adaptive); the other fastser
+# variants fix its compression (distributed.comm.fastser.compression).
 VARIANTS: Final = {
-    "tcp": ("tcp", "False"),
-    "tcp-lz4": ("tcp", "lz4"),
-    "fastser": ("fastser", "False"),
-    "fastser-lz4": ("fastser", "lz4"),
+    "tcp": ("tcp", {COMPRESSION: "False"}),
+    "tcp-lz4": ("tcp", {COMPRESSION: "lz4"}),
+    "fastser": ("fastser", {COMPRESSION: "False"}),
+    "fastser-none": ("fastser", {COMPRESSION: "False", FASTSER_COMPRESSION: "none"}),
+    "fastser-lz4": ("fastser", {COMPRESSION: "False", FASTSER_COMPRESSION: "lz4"}),
+    "fastser-zstd": ("fastser", {COMPRESSION: "False", FASTSER_COMPRESSION: "zstd"}),
+    "tls": ("tls", {COMPRESSION: "False"}),
+    "fastser-tls": ("fastser-tls", {COMPRESSION: "False"}),
 }
-WORKLOADS: Final = ("transfer-random", "transfer-small", "gather")
-ALIASES: Final = {"transfer": ("transfer-random", "transfer-small")}
+DEFAULT_VARIANTS: Final = ("tcp", "tcp-lz4", "fastser", "fastser-none", "fastser-lz4",
+                           "fastser-zstd")
+# The variant a variant is compared with besides tcp: tls:// for the TLS ones.
+BASE: Final = {"tls": "tls", "fastser-tls": "tls"}
+WORKLOADS: Final = ("transfer-random", "transfer-small", "shuffle", "gather", "map")
+ALIASES: Final = {"transfer": ("transfer-random", "transfer-small"), "all": WORKLOADS}
 FIRST_PORT: Final = 8786  # the schedulers', one per variant
 START_TIMEOUT: Final = 240.0  # seconds, for every cluster of a profile to be ready
 # Quiet: every process of the lab together under QUIET_SHARE of a core each over
@@ -155,43 +171,78 @@ def settle(lab: Lab) -> bool:
     return False
 
 
+def make_certificates(directory: str, addresses: list[str]) -> dict[str, str]:
+    """A CA and one certificate (for every address) signed by it, made with openssl in
+    `directory`: what the TLS variants' processes are started with."""
+    paths = {name: os.path.join(directory, f"lab-{name}") for name in
+             ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr", "ext.cnf")}
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(paths["ext.cnf"], "w") as file:
+        names = ",".join(f"IP:{address}" for address in addresses)
+        file.write(f"subjectAltName={names}\nbasicConstraints=CA:FALSE\n"
+                   "extendedKeyUsage=serverAuth,clientAuth\n")
+    for argv in (["openssl", "req", "-x509", *key, "-keyout", paths["ca.key"], "-out",
+                  paths["ca.pem"], "-days", "2", "-subj", "/CN=fastser lab CA"],
+                 ["openssl", "req", *key, "-keyout", paths["node.key"], "-out",
+                  paths["node.csr"], "-subj", "/CN=fastser lab"],
+                 ["openssl", "x509", "-req", "-in", paths["node.csr"], "-CA", paths["ca.pem"],
+                  "-CAkey", paths["ca.key"], "-CAcreateserial", "-out", paths["node.pem"],
+                  "-days", "2", "-extfile", paths["ext.cnf"]]):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if done.returncode:
+            raise LabError(f"openssl failed: {' '.join(argv)}\n{done.stderr}")
+    return {"ca": paths["ca.pem"], "cert": paths["node.pem"], "key": paths["node.key"]}
+
+
 def start_clusters(lab: Lab, args: argparse.Namespace, variants: list[str],
                    workers: list[str]) -> dict[str, ClientProcess]:
     """Every variant's scheduler, workers (with nannies) and client, started at once."""
     python = args.python
     base = {key: value for key, value in os.environ.items() if not key.startswith("DASK_")}
     scheduler_host = lab.hosts["scheduler"].address
+    tls: list[str] = []
+    if any(VARIANTS[variant][0] in ("tls", "fastser-tls") for variant in variants):
+        certificates = make_certificates(lab.log_dir, sorted(
+            {host.address for host in lab.hosts.values()} | {"127.0.0.1"}))
+        tls = ["--tls-ca-file", certificates["ca"], "--tls-cert", certificates["cert"],
+               "--tls-key", certificates["key"]]
     clients = {}
     envs = {}
     addresses = {}
     for number, variant in enumerate(variants):
-        scheme, compression = VARIANTS[variant]
-        envs[variant] = dict(base, DASK_DISTRIBUTED__COMM__COMPRESSION=compression)
+        scheme, config = VARIANTS[variant]
+        envs[variant] = dict(base, **config)
         port = FIRST_PORT + number
         addresses[variant] = f"{scheme}://{scheduler_host}:{port}"
+        security = tls if scheme in ("tls", "fastser-tls") else []
         lab.spawn("scheduler", [python, "-m", "dask", "scheduler", "--protocol", scheme,
                                 "--host", scheduler_host, "--port", str(port),
-                                "--no-dashboard", "--dashboard-address", ":0"],
+                                "--no-dashboard", "--dashboard-address", ":0", *security],
                   envs[variant], f"scheduler-{variant}.log")
     for variant in variants:
         scheme = VARIANTS[variant][0]
+        security = tls if scheme in ("tls", "fastser-tls") else []
         for worker in workers:
             lab.spawn(worker, [python, "-m", "dask", "worker", addresses[variant],
                                "--protocol", scheme, "--host", lab.hosts[worker].address,
                                "--nanny", "--nthreads", "1", "--name", f"{worker}-{variant}",
-                               "--no-dashboard", "--death-timeout", "60"],
+                               "--no-dashboard", "--death-timeout", "60", *security],
                       envs[variant], f"{worker}-{variant}.log")
     for variant in variants:
+        scheme = VARIANTS[variant][0]
+        security = tls if scheme in ("tls", "fastser-tls") else []
         clients[variant] = ClientProcess(
             lab, variant, [python, CLIENT, addresses[variant], "--workers", str(len(workers)),
                            "--chunks", str(args.chunks), "--chunk-mb", str(args.chunk_mb),
-                           "--tasks", str(args.tasks)], envs[variant])
+                           "--tasks", str(args.tasks), "--map-tasks", str(args.map_tasks),
+                           "--shuffle-rows", str(args.shuffle_rows), *security],
+            envs[variant])
     deadline = time.monotonic() + START_TIMEOUT
     for variant, client in clients.items():
         ready = client.receive(max(1.0, deadline - time.monotonic()))
-        compression = ready["compression"]
         print(f"  {variant}: {addresses[variant]}, fastser {ready['fastser']}, "
-              f"distributed.comm.compression {compression}, "
+              f"compression: distributed {ready['compression']}, "
+              f"fastser {ready['fastser_compression']}; "
               f"workers {', '.join(ready['workers'])}", flush=True)
     return clients
 
@@ -247,14 +298,15 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
         tcp = times.get((workload, "tcp"))
         for variant in variants:
             own = times[(workload, variant)]
+            base = times.get((workload, BASE.get(variant, "tcp")))
             link_rate = statistics.median(rates[(workload, variant)])
             rows.append({
                 "profile": profile_name, "workload": workload, "variant": variant,
                 "network": profile.describe(),
                 "median_s": statistics.median(own),
-                "ratio_to_tcp": (statistics.median(mine / theirs
-                                                   for mine, theirs in zip(own, tcp))
-                                 if tcp else None),
+                "ratio_to_tcp": ratio(own, tcp),
+                "base": BASE.get(variant, "tcp"),
+                "ratio_to_base": ratio(own, base),
                 "link_fraction": (link_rate * 8 / profile.rate_bit
                                   if profile.rate_bit is not None else None),
                 "link_mb_s": link_rate / 1e6,
@@ -265,14 +317,24 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
     return rows
 
 
+def ratio(own: list[float], other: Optional[list[float]]) -> Optional[float]:
+    """The median over rounds of own's time / other's in the same round."""
+    if not other:
+        return None
+    return statistics.median(mine / theirs for mine, theirs in zip(own, other))
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'profile':9s} {'workload':16s} {'variant':12s} {'median':>9s} {'/tcp':>6s} "
-          f"{'link MB/s':>10s} {'link':>6s}")
+    print(f"{'profile':9s} {'workload':16s} {'variant':13s} {'median':>9s} {'/tcp':>6s} "
+          f"{'/tls':>6s} {'link MB/s':>10s} {'link':>6s}")
     for row in rows:
-        ratio = "" if row["ratio_to_tcp"] is None else f"{row['ratio_to_tcp']:.2f}"
+        tcp = "" if row["ratio_to_tcp"] is None else f"{row['ratio_to_tcp']:.2f}"
+        tls = f"{row['ratio_to_base']:.2f}" if row["base"] == "tls" and \
+            row["ratio_to_base"] is not None else ""
         fraction = "" if row["link_fraction"] is None else f"{row['link_fraction']:.2f}"
-        print(f"{row['profile']:9s} {row['workload']:16s} {row['variant']:12s} "
-              f"{row['median_s']:8.3f}s {ratio:>6s} {row['link_mb_s']:10.1f} {fraction:>6s}")
+        print(f"{row['profile']:9s} {row['workload']:16s} {row['variant']:13s} "
+              f"{row['median_s']:8.3f}s {tcp:>6s} {tls:>6s} {row['link_mb_s']:10.1f} "
+              f"{fraction:>6s}")
 
 
 def choose(text: str, known: tuple[str, ...], what: str,
@@ -295,12 +357,17 @@ def main() -> int:
     parser.add_argument("--workloads", default="transfer",
                         help=f"comma-separated, of {', '.join(WORKLOADS)} (transfer: both "
                         "transfers)")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                        help=f"comma-separated, of {', '.join(VARIANTS)} (default: "
+                        f"{','.join(DEFAULT_VARIANTS)})")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2, choices=(2, 3))
     parser.add_argument("--chunks", type=int, default=8, help="arrays per transfer")
     parser.add_argument("--chunk-mb", type=int, default=8, help="MB per array")
     parser.add_argument("--tasks", type=int, default=2000, help="results per gather")
+    parser.add_argument("--map-tasks", type=int, default=10_000, help="tasks per map")
+    parser.add_argument("--shuffle-rows", type=int, default=2_000_000,
+                        help="rows of the shuffled dataframe")
     parser.add_argument("--python", default=sys.executable,
                         help="the interpreter of the cluster's processes (default: this one)")
     parser.add_argument("--timeout", type=float, default=300.0,

@@ -97,15 +97,19 @@ def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes,
     """Queue `prefix`, the prelude and `frames` on `stream` (small frames joined, large ones
     as views: never copied). Like distributed's tcp:// comm, does not wait for the send;
     `clock` times it if it is large (until tornado has handed its last byte to the kernel)."""
-    written = 0
+    buffers = coalesce(prefix + pack_frames_prelude(frames), frames)
+    written = sum(buffer.nbytes for buffer in buffers)
+    timed = clock is not None and written >= TIMED_BYTES
+    if timed and clock is not None:
+        # Before the first write: tornado hands the kernel what it can at once, and the
+        # clock must not count those bytes both as queued and as already in the kernel.
+        clock.queued(written)
     last: Any = None
-    for buffer in coalesce(prefix + pack_frames_prelude(frames), frames):
+    for buffer in buffers:
         size = buffer.nbytes
         for start in range(0, size, MAX_IO_BYTES):  # OpenSSL and C ints: < 2 GiB a call
             last = stream.write(buffer[start:start + MAX_IO_BYTES])
-        written += size
-    if clock is not None and written >= TIMED_BYTES and last is not None:
-        clock.queued(written)
+    if timed and clock is not None:
         last.add_done_callback(lambda future: clock.flushed(
             not future.cancelled() and future.exception() is None))
     return written
