@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
 from fastser.arguments import check_int
-from fastser.buffers import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.codec.array_records import short_record
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
@@ -32,6 +31,7 @@ from fastser.families.dispatch import memoryview_frame
 from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
                                         check_families, check_on_error, error_payload,
                                         serialize_with)
+from fastser.frame_types import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.frames.compression import check_compression, compress_payload, maybe_compress
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER
 from fastser.limits import DEFAULT_MAX_DEPTH, object_inflate_bound

@@ -22,11 +22,11 @@ from distributed.sizeof import safe_sizeof
 from distributed.utils import offload
 from tornado.iostream import IOStream, StreamClosedError
 
-from fastser.buffers import Frame
 from fastser.codec.encoder import Encoder
 from fastser.codec.wire import WIRE_VERSION
 from fastser.dask.codecs import DASK_LIMITS, MessageDecoder, make_decoder, make_encoder
 from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.frame_types import Frame
 from fastser.frames.stream import FrameReader, coalesce, pack_frames_prelude
 from fastser.limits import Limits
 from fastser.transport.receive_buffer import populate, receive_buffer

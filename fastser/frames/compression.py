@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_str
-from fastser.buffers import Frame, Header, byte_view
 from fastser.errors import DeserializationError, chained, shown
+from fastser.frame_types import Frame, Header, byte_view
 from fastser.headers import HEADER_COMPRESSION
 
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
