@@ -38,7 +38,7 @@ atexit.register(shutil.rmtree, BUILD_BASE, ignore_errors=True)
 COMPILED_MODULES = [
     # the vocabulary
     "fastser/arguments.py",
-    "fastser/buffers.py",
+    "fastser/frame_types.py",
     "fastser/headers.py",
     "fastser/limits.py",
     "fastser/wrappers.py",
@@ -68,7 +68,7 @@ COMPILED_MODULES = [
     "fastser/codec/payload_frames.py",
     "fastser/codec/encoder.py",
     "fastser/codec/decoder.py",
-    "fastser/codec/defaults.py",
+    "fastser/codec/dumps_loads.py",
     # transports
     "fastser/transport/receive_buffer.py",
     "fastser/transport/send_clock.py",

@@ -8,12 +8,12 @@ from fastser.api import (deserialize, dumps, extract_serialize, loads, pack_fram
                          pack_frames_prelude, register_serialization,
                          register_serialization_family, register_serialization_lazy, serialize,
                          unpack_frames)
-from fastser.buffers import Frame, Header
-from fastser.codec import defaults as _codec
+from fastser.codec import dumps_loads as _codec
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
 from fastser.errors import DeserializationError, FastserError, FrameError, SerializationError
 from fastser.families.serialize import SAFE_DESERIALIZERS
+from fastser.frame_types import Frame, Header
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.stream import FrameReader
 from fastser.limits import Limits

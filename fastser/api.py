@@ -11,12 +11,12 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, TypeVar, cast
 
-from fastser.buffers import Frame, Header
-from fastser.codec import defaults as _codec, extract as _walk
+from fastser.codec import dumps_loads as _codec, extract as _walk
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
 from fastser.families import registry as _registry, serialize as _serialize
 from fastser.families.serialize import OnError
+from fastser.frame_types import Frame, Header
 from fastser.frames import stream as _framing
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.stream import FrameReader

@@ -4,8 +4,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from fastser.arguments import check_int
-from fastser.buffers import MEMORYVIEW, nbytes
 from fastser.errors import DeserializationError, chained
+from fastser.frame_types import MEMORYVIEW, nbytes
 
 # Defaults: generous enough for real clusters (a 1 GiB frame, 4 GiB per message, a
 # million frames), small enough that a hostile 24-byte prelude cannot reserve more.

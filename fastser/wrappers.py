@@ -11,7 +11,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from fastser.buffers import Frame, Header
+from fastser.frame_types import Frame, Header
 
 
 def _as_header(header: Any) -> Header:

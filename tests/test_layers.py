@@ -10,7 +10,7 @@ import pytest
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "fastser"
 # Bottom to top. A top-level module is in a layer by name; a folder's modules by folder.
 LAYERS: list[set[str]] = [
-    {"fastser.arguments", "fastser.errors", "fastser.buffers", "fastser.headers",
+    {"fastser.arguments", "fastser.errors", "fastser.frame_types", "fastser.headers",
      "fastser.limits", "fastser.wrappers"},
     {"fastser.frames"},
     {"fastser.families"},

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import fastser
-from fastser.buffers import Frame
 from fastser.codec.encoder import MIN_SPLIT_SIZE
+from fastser.frame_types import Frame
 from fastser.frames.split import address_of, join_adjacent, merge_frames, split_frames
 
 

@@ -12,12 +12,12 @@ holds one str.
 
 from typing import Any, Final, Optional
 
-from fastser.buffers import Header
 from fastser.codec.packing import ARRAY_MARK, INT_VALUE, plain_str
 from fastser.codec.wire import ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG
 from fastser.errors import DeserializationError, shown
 from fastser.families.registry import DispatchEntry, REGISTRY, ShortLoads
 from fastser.families.serialize import BUILTIN_DISPATCH, DISPATCH_FAMILY
+from fastser.frame_types import Header
 from fastser.headers import (HEADER_DTYPE, HEADER_ORDER, HEADER_SERIALIZER, HEADER_SHAPE,
                              HEADER_TYPE, HEADER_WRITEABLE, NUMPY_TYPE)
 

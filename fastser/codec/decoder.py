@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional, cast
 
 from fastser.arguments import check_bool, check_optional
-from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
 from fastser.codec.collisions import COUNT_AFTER, HashCounter
 from fastser.codec.depth import (KEYS_TOO_DEEP, SCAN_DEPTH, deeper_than, float_key_hashes,
@@ -34,6 +33,7 @@ from fastser.codec.wire import (ARRAY_FORTRAN_FLAG, ARRAY_WRITEABLE_FLAG, EXT_BI
                                 TUPLE_LEAD)
 from fastser.errors import DeserializationError, FastserError, chained, located, shown
 from fastser.families.serialize import check_families, deserialize_within
+from fastser.frame_types import Frame, Header, MEMORYVIEW, byte_view, bytes_of
 from fastser.headers import HEADER_SERIALIZER, PICKLE_FAMILY
 from fastser.limits import DEFAULT_LIMITS, Limits
 from fastser.wrappers import Pickled, Serialized

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Optional, cast
 
 from fastser.arguments import check_int, check_optional
-from fastser.buffers import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.codec.array_records import short_record
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
@@ -32,6 +31,7 @@ from fastser.families.dispatch import memoryview_frame
 from fastser.families.serialize import (DEFAULT_SERIALIZERS, ERROR_FAMILY, OnError,
                                         check_families, check_on_error, error_payload,
                                         serialize_with)
+from fastser.frame_types import Frame, Header, MEMORYVIEW, OUT_OF_BAND_BYTES, nbytes
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.compression import (FrameCompressor, check_compression, compress_payload,
                                         compressor_choices)

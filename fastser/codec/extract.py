@@ -7,7 +7,7 @@ Paths are built only for what is removed, from the keys of the enclosing contain
 from typing import Any
 
 from fastser.arguments import check_int
-from fastser.buffers import MEMORYVIEW
+from fastser.frame_types import MEMORYVIEW
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
 

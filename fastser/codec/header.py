@@ -4,9 +4,9 @@ header after its version byte. Everything here runs before msgpack sees a byte."
 from collections.abc import Sequence
 from typing import Any, Final
 
-from fastser.buffers import byte_view, bytes_of
 from fastser.codec.wire import WIRE_VERSION
 from fastser.errors import DeserializationError, chained
+from fastser.frame_types import byte_view, bytes_of
 from fastser.limits import Limits, check_frames
 
 SMALL_HEADER_BYTES: Final = 4096

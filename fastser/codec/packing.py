@@ -11,11 +11,11 @@ from typing import Any, Final, Optional, cast
 
 import msgpack
 
-from fastser.buffers import MEMORYVIEW
 from fastser.codec.wire import (EXT_ARRAY_MARK, EXT_BYTEARRAY_FRAME, EXT_BYTES_FRAME,
                                 EXT_FROZENSET_MARK, EXT_LIST_MARK,
                                 EXT_MEMORYVIEW_FRAME, EXT_PICKLED_MARK, EXT_SERIALIZED_MARK,
                                 EXT_SET_MARK, TUPLE_LEAD)
+from fastser.frame_types import MEMORYVIEW
 
 ExtType: Final = msgpack.ExtType
 # msgpack.ExtType.__new__ validates its arguments in Python (~1 µs a call); ours are valid

@@ -7,8 +7,8 @@ frames.split and limits; the encoder and the decoder each hold a message's frame
 
 from typing import Any, Final, Optional, Union
 
-from fastser.buffers import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.errors import DeserializationError, shown
+from fastser.frame_types import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.frames.compression import compression_names, decompress
 from fastser.frames.split import merge_frames, split_frames
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER

@@ -13,10 +13,10 @@ escaped_header looks into them as plain msgpack does.
 from collections.abc import Iterable
 from typing import Any, Final, Optional, cast
 
-from fastser.buffers import Header, MEMORYVIEW
 from fastser.codec.packing import ExtType, INT_VALUE, LIST_MARK
 from fastser.codec.wire import TUPLE_LEAD
 from fastser.errors import UnencodableError
+from fastser.frame_types import Header, MEMORYVIEW
 
 # msgpack's Packer refuses values nested deeper than 511 levels: past that, a header is
 # left for it to refuse (dumps then names the payload), and the recursion stays bounded.

@@ -22,8 +22,8 @@ from distributed.protocol.serialize import (
     register_serialization_family as register_distributed_family)
 
 from fastser.api import deserialize, register_serialization_family, serialize
-from fastser.buffers import Frame, Header
 from fastser.errors import DeserializationError, RefusedFamilyError, SerializationError
+from fastser.frame_types import Frame, Header
 from fastser.limits import DEFAULT_LIMITS
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 

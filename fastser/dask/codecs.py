@@ -15,7 +15,6 @@ from typing import Any, Final, Optional, Union
 import dask.config
 from distributed.system import MEMORY_LIMIT
 
-from fastser.buffers import Frame, Header
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
 from fastser.codec.payload_frames import PayloadFrames
@@ -23,6 +22,7 @@ from fastser.dask.bridge import (DISTRIBUTED_FAMILY, distributed_to_fastser, fam
                                  fastser_to_distributed, open_distributed)
 from fastser.errors import DeserializationError, FastserError
 from fastser.families.serialize import deserialize_within
+from fastser.frame_types import Frame, Header
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.compression import AUTO_ORDER, COMPRESSIONS, available_compressions
 from fastser.headers import HEADER_SERIALIZER

@@ -23,12 +23,12 @@ from distributed.sizeof import safe_sizeof
 from distributed.utils import offload
 from tornado.iostream import IOStream, StreamClosedError
 
-from fastser.buffers import Frame
 from fastser.codec.encoder import Encoder
 from fastser.codec.wire import WIRE_VERSION
 from fastser.dask.codecs import (DASK_LIMITS, PEER_READS_KEY, READS_KEY, MessageDecoder,
                                  make_decoder, make_encoder, peer_reads)
 from fastser.errors import DeserializationError, FrameError, RefusedFamilyError, SenderError
+from fastser.frame_types import Frame
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.compression import available_compressions
 from fastser.frames.stream import FrameReader, coalesce, pack_frames_prelude

@@ -7,11 +7,11 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Final, Optional
 
-from fastser.buffers import Frame, Header, byte_view, bytes_of
 from fastser.errors import DeserializationError, shown
 from fastser.families.registry import (REGISTRY, register_serialization,
                                        register_serialization_family,
                                        register_serialization_lazy, single_frame)
+from fastser.frame_types import Frame, Header, byte_view, bytes_of
 from fastser.headers import HEADER_TYPE
 
 ARRAY_TYPECODES: Final = frozenset(array.typecodes)

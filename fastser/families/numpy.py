@@ -11,9 +11,9 @@ received frame. Dtypes travel as .npy descriptors (never pickled).
 import importlib
 from typing import Any, Final, NoReturn
 
-from fastser.buffers import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.errors import DeserializationError, chained, shown
 from fastser.families.registry import REGISTRY, register_serialization, single_frame
+from fastser.frame_types import Frame, Header, OUT_OF_BAND_BYTES, nbytes
 from fastser.headers import (HEADER_DTYPE, HEADER_ORDER, HEADER_SHAPE, HEADER_WRITEABLE,
                              NUMPY_TYPE)
 

@@ -8,9 +8,9 @@ from typing import Any, Final, Optional
 
 import cloudpickle
 
-from fastser.buffers import Frame, Header
 from fastser.errors import DeserializationError
 from fastser.families.registry import register_serialization_family
+from fastser.frame_types import Frame, Header
 
 PICKLE_PROTOCOL: Final = 5
 # stdlib pickle stores functions and classes of __main__, and of modules registered with

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_str
-from fastser.buffers import Frame, Header
 from fastser.errors import DeserializationError
+from fastser.frame_types import Frame, Header
 
 # A family's dumps takes the object and the caller's context (or None) and returns
 # (header, frames), or raises NotImplementedError to hand the object to the next family.

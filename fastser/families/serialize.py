@@ -9,12 +9,12 @@ from typing import Any, Final, Literal, Optional
 import msgpack
 
 from fastser.arguments import check_str
-from fastser.buffers import Frame, Header, MEMORYVIEW, byte_view
 from fastser.errors import (DeserializationError, FastserError, RefusedFamilyError, SenderError,
                             SerializationError, chained, shown)
 from fastser.families.dispatch import register_builtin_types
 from fastser.families.pickle import register_pickle_family
 from fastser.families.registry import REGISTRY, register_serialization_family
+from fastser.frame_types import Frame, Header, MEMORYVIEW, byte_view
 from fastser.frames.compression import decompress_frames
 from fastser.headers import HEADER_COMPRESSION, HEADER_SERIALIZER, PICKLE_FAMILY
 from fastser.limits import DEFAULT_LIMITS

@@ -1,5 +1,6 @@
 """Sampled compression of payload frames, and bounded decompression. Sits on arguments,
-buffers, errors and headers; lz4 and zstandard are optional and imported on first use.
+frame_types, errors, headers and frames.adaptive (which compressor pays on a link); lz4
+and zstandard are optional and imported on first use.
 
 Rule: a decompressor never produces more than the caller's bound, and costs memory and
 time linear in the bytes it reads and writes. The size a frame announces (lz4's size prefix,
@@ -18,8 +19,8 @@ from collections.abc import Callable
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_str
-from fastser.buffers import Frame, Header, byte_view
 from fastser.errors import DeserializationError, chained, shown
+from fastser.frame_types import Frame, Header, byte_view
 from fastser.frames.adaptive import (LinkRate, costs, counted_cost, pays, seconds_per_byte,
                                      worth_sampling)
 from fastser.headers import HEADER_COMPRESSION

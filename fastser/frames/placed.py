@@ -16,7 +16,7 @@ times both joins).
 import weakref
 from typing import Final, Optional, cast
 
-from fastser.buffers import byte_view
+from fastser.frame_types import byte_view
 
 # Smaller pieces (frame_split_size under 1 MiB) are joined by their ctypes addresses: a
 # placement costs ~0.3 µs per frame, which must stay small beside receiving the frame.

@@ -12,7 +12,7 @@ pieces are known adjacent from where it placed them (frames.placed); others by t
 import ctypes
 from typing import Final, Optional, cast
 
-from fastser.buffers import FRAME_ALIGNMENT, Frame, MEMORYVIEW, byte_view, nbytes
+from fastser.frame_types import FRAME_ALIGNMENT, Frame, MEMORYVIEW, byte_view, nbytes
 from fastser.frames.address import buffer_address
 from fastser.frames.placed import join_placed
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Final, Optional
 
 from fastser.arguments import check_optional
-from fastser.buffers import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 from fastser.errors import FrameError
+from fastser.frame_types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 from fastser.frames.placed import PLACED_MIN_BYTES, place as place_frame
 from fastser.limits import DEFAULT_LIMITS, Limits
 

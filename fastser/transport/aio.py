@@ -1,6 +1,6 @@
 """Messages over asyncio streams, compiled: write_msg writes the prelude and frames to a
 StreamWriter, read_msg moves a StreamReader's bytes into the buffers of a
-frames.stream.FrameReader, which parses and checks them. Sits on frames.stream, codec.defaults
+frames.stream.FrameReader, which parses and checks them. Sits on frames.stream, codec.dumps_loads
 and transport; the public fastser.aio (not compiled) documents and calls these.
 """
 
@@ -9,7 +9,7 @@ from typing import Any, Final, Optional
 
 from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
-from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
+from fastser.codec.dumps_loads import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
 from fastser.frames.stream import coalesce, pack_frames_prelude
 from fastser.transport.receive_buffer import in_place_reader

@@ -1,7 +1,7 @@
 """Messages over a blocking socket, compiled: send_msg writes the prelude and frames with
 scatter-gather I/O, recv_msg moves bytes with recv_into into the buffers of a
 frames.stream.FrameReader, which parses and checks them (transport.receive_buffer's memory).
-Sits on frames.stream, codec.defaults and receive_buffer; the public fastser.sock (not
+Sits on frames.stream, codec.dumps_loads and receive_buffer; the public fastser.sock (not
 compiled) documents and calls these.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Final, Optional
 
 from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
-from fastser.codec.defaults import DEFAULT_DECODER, DEFAULT_ENCODER
+from fastser.codec.dumps_loads import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
 from fastser.errors import FrameError, chained
 from fastser.frames.stream import coalesce, pack_frames_prelude

@@ -1,4 +1,6 @@
-"""Vocabulary shared by every layer: what a frame and a header are."""
+"""The types a serialized object is made of, shared by every layer: Frame (a bytes-like a
+socket sends or receives) and Header (a family's description of its frames), and what every
+layer needs of a frame: its size, its bytes, a byte view of it, and where it is aligned."""
 
 from typing import Any, Final, TypeAlias, Union, cast
 

@@ -1,14 +1,16 @@
-"""dumps/loads as functions: a shared Encoder/Decoder for the default options, a new one
-otherwise. Encoder and Decoder are safe to share between threads.
+"""The compiled bodies of the public functions fastser.dumps and fastser.loads (fastser.api
+binds them, with their docstrings): a shared Encoder/Decoder for the default options, also
+used by the transports, a new one otherwise. Encoder and Decoder are safe to share between
+threads.
 """
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Optional
 
-from fastser.buffers import Frame
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
 from fastser.families.serialize import OnError
+from fastser.frame_types import Frame
 from fastser.limits import Limits
 
 DEFAULT_ENCODER: Final = Encoder()
