@@ -359,9 +359,9 @@ CLASS_DOCS: dict[type, str] = {
     open_pickled: with deserialize=False, still unpickle ToPickle/Pickled payloads when
     "pickle" is allowed. serialized_factory(header, frames) builds what a kept Serialize
     payload becomes (default Serialized). lists_as_tuples: the message's lists come back
-    as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are checked here: ValueError
-    (TypeError for deserializers given as one str) as for loads. Safe to share between
-    threads.""",
+    as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are
+    checked here: ValueError (TypeError for deserializers given as one str) as for loads.
+    Safe to share between threads.""",
     Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
     max_header_bytes=64 MiB, max_depth=256)
 
