@@ -156,6 +156,9 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 RELEASE_TOOLS = (ROOT / "scripts" / "release-tools.txt").read_text()
 # A runner's image names the platform cibuildwheel builds for there.
 RUNNER_PLATFORMS = {"ubuntu": "linux", "macos": "macos", "windows": "windows"}
+# "PLATFORM IDENTIFIER" lines: the wheels a release builds.
+LISTED_IDENTIFIERS = [line for line in (ROOT / "scripts" / "build-identifiers.txt").read_text()
+                      .splitlines() if line.strip() and not line.startswith("#")]
 
 
 def workflow(name: str) -> dict[str, Any]:
@@ -197,8 +200,7 @@ def test_wheel_workflow_takes_cibuildwheel_and_build_from_release_tools() -> Non
 
 def test_wheel_workflow_runners_cover_every_listed_platform_and_linux_arch() -> None:
     runners = wheel_runners()
-    listed = (ROOT / "scripts" / "build-identifiers.txt").read_text().splitlines()
-    platforms = {line.split()[0] for line in listed if line.strip() and not line.startswith("#")}
+    platforms = {line.split()[0] for line in LISTED_IDENTIFIERS}
     assert sorted(entry["platform"] for entry in runners if entry["platform"] != "linux") \
         == sorted(platforms - {"linux"})
     # Linux: one native runner per arch of pyproject.toml (arm runners are named *-arm),
@@ -229,9 +231,7 @@ def test_wheel_workflow_runners_build_exactly_the_listed_identifiers() -> None:
              entry["platform"]], cwd=ROOT, env=env, check=True, capture_output=True,
             text=True).stdout.split()
         built += [f"{entry['platform']} {identifier}" for identifier in printed]
-    listed = [line for line in (ROOT / "scripts" / "build-identifiers.txt").read_text()
-              .splitlines() if line.strip() and not line.startswith("#")]
-    assert sorted(built) == sorted(listed)
+    assert sorted(built) == sorted(LISTED_IDENTIFIERS)
     assert len(set(built)) == len(built)
 
 
