@@ -171,8 +171,8 @@ def time_clusters(args: argparse.Namespace, names: list[str],
         "push": lambda scheme, round_: time_push(clients[scheme], round_),
     }
     for name, workload in dask_workloads.WORKLOADS.items():
-        runs[name] = (lambda workload: lambda scheme, round_: time_workload(
-            workload, clients[scheme], args.scale))(workload)
+        runs[name] = (lambda bound: lambda scheme, round_: time_workload(
+            bound, clients[scheme], args.scale))(workload)
     chosen = [name for name in runs if not args.only or name in args.only.split(",")]
     try:
         kept = {scheme: client.map(operator.neg, range(args.tasks))

@@ -29,8 +29,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -293,14 +294,17 @@ def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--only", default="", help="groups to run, e.g. 'arrays loads,control-message dumps'")
+    parser.add_argument("--only", default="",
+                        help="groups to run, e.g. 'arrays loads,control-message dumps'")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if not fastser.COMPILED:
         print("note: fastser is not compiled here")
-    groups = {"control-message dumps": control_message_dumps, "control-message loads": control_message_loads,
-              "control-message loads parts": control_message_loads_parts, "arrays loads": arrays_loads,
-              "batch-of-1000 dumps": batch_dumps, "raw-bytes loads": raw_bytes_loads,
+    groups = {"control-message dumps": control_message_dumps,
+              "control-message loads": control_message_loads,
+              "control-message loads parts": control_message_loads_parts,
+              "arrays loads": arrays_loads, "batch-of-1000 dumps": batch_dumps,
+              "raw-bytes loads": raw_bytes_loads,
               "heartbeat dumps": heartbeat_dumps, "heartbeat loads": heartbeat_loads}
     unknown = set(chosen) - set(groups)
     if unknown:

@@ -51,7 +51,7 @@ def measure(workers: dict[str, harness.Worker], workload: str, rounds: int) -> d
     samples, _ = harness.interleave(where, [[label] for label in workers], workload, rounds)
     for worker in workers.values():
         worker.ask(cmd="teardown", workload=workload)
-    return {label: [d + l for d, l in zip(by_fn["dumps"], by_fn["loads"])]
+    return {label: [dump + load for dump, load in zip(by_fn["dumps"], by_fn["loads"])]
             for label, by_fn in samples.items()}
 
 

@@ -26,7 +26,8 @@ import subprocess
 import sys
 import time
 import traceback
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET_SECONDS = 0.1  # a batch: 50-200 ms, unless one call takes longer

@@ -6,7 +6,8 @@ measure: run it with two builds to compare them.
 
     python benchmarks/hostile.py PY      (PYTHONPATH=DIR picks a build installed in DIR)
 """
-import subprocess, sys, json
+import subprocess
+import sys
 PY = sys.argv[1]
 CASES = {}
 PRE = r'''

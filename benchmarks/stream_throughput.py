@@ -28,7 +28,8 @@ import sys
 import threading
 import time
 import tracemalloc
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import numpy as np
 

@@ -177,8 +177,8 @@ def report(meta: dict[str, Any], results: dict[str, Any], checks: list[dict[str,
         lines.append("")
     fixed = fixed_costs(results)
     if fixed.get("dumps") is not None:
-        lines.append(f"update-graph's fixed cost per payload beyond pickling it (fastser compiled minus one "
-                     f"pickle per task, per task): dumps {fixed['dumps']:.2f} µs, "
+        lines.append(f"update-graph's fixed cost per payload beyond pickling it (fastser compiled "
+                     f"minus one pickle per task, per task): dumps {fixed['dumps']:.2f} µs, "
                      f"loads {fixed['loads']:.2f} µs")
         lines.append("")
     lines.append("TARGETS")

@@ -19,7 +19,8 @@ import operator
 import pickle
 import struct
 import sys
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import msgpack
 import numpy as np

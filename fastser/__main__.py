@@ -10,7 +10,8 @@ import argparse
 import io
 import os
 import sys
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 PROG = "python -m fastser"
 USAGE = f"usage: {PROG} demo | inspect FILE | version"

@@ -74,9 +74,9 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
         64: smaller pieces make messages that fastser's readers refuse.
     compression: None (default), "auto" (lz4, else zstd, else none), "lz4", "zstd",
         "zlib", or "adaptive" (an Encoder's choice per frame for a link it is told the rate
-        of, see LinkRate; without one, as "auto"). Payload frames (of Serialize/ToPickle payloads and of bytes-likes of
-        64 KiB or more) under 10,000 bytes, or whose sample does not shrink by 30 %, are
-        left as they are. lz4 and zstd need the extras fastser[lz4] / fastser[zstd].
+        of, see LinkRate; without one, as "auto"). Payload frames (of Serialize/ToPickle
+        payloads and of bytes-likes of 64 KiB or more) under 10,000 bytes, or whose sample
+        does not shrink by 30 %, are left as they are. lz4 and zstd need the extras fastser[lz4] / fastser[zstd].
 
     Returns
     -------
@@ -366,9 +366,9 @@ CLASS_DOCS: dict[type, str] = {
     open_pickled: with deserialize=False, still unpickle ToPickle/Pickled payloads when
     "pickle" is allowed. serialized_factory(header, frames) builds what a kept Serialize
     payload becomes (default Serialized). lists_as_tuples: the message's lists come back
-    as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are checked here: ValueError
-    (TypeError for deserializers given as one str) as for loads. Safe to share between
-    threads.""",
+    as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are
+    checked here: ValueError (TypeError for deserializers given as one str) as for loads.
+    Safe to share between threads.""",
     Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
     max_header_bytes=64 MiB, max_depth=256)
 

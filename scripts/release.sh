@@ -5,7 +5,7 @@
 #   1. cibuildwheel selects exactly scripts/build-identifiers.txt on linux, macos and windows;
 #   2. python -m build makes the sdist, and from the sdist the pure wheel (FASTSER_PURE=1,
 #      py3-none-any), once, and the compiled wheel (MYPYC_OPT_LEVEL=3) with each Python;
-#   3. the sdist holds every tracked file but .ci/ and .gitignore;
+#   3. the sdist holds every tracked file but .ci/, .github/ and .gitignore;
 #   4. auditwheel show accepts each compiled wheel as manylinux_2_17 or better, and
 #      auditwheel repair gives it that tag;
 #   5. each compiled wheel's unconditional Requires-Dist is exactly what it imports;

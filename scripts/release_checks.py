@@ -3,7 +3,7 @@
 Standard library only, so that any python3 runs it. Each subcommand prints what it found and
 exits 1 with the reason when a check fails:
   identifiers PYTHON      cibuildwheel (installed for PYTHON) selects exactly build-identifiers.txt
-  sdist SDIST             the sdist holds every tracked file but .ci/ and .gitignore
+  sdist SDIST             the sdist holds every tracked file but .ci/, .github/ and .gitignore
   manylinux AUDITWHEEL WHEEL  `auditwheel show` accepts WHEEL as manylinux_2_17 or better
   pure WHEEL              WHEEL is tagged py3-none-any and carries no extension module
   requires WHEEL PYTHON   WHEEL's unconditional Requires-Dist names exactly the distributions
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 IDENTIFIERS = REPO / "scripts" / "build-identifiers.txt"
 # Repository plumbing, not source: the only tracked paths an sdist may leave out.
-NOT_IN_SDIST = (".ci/", ".gitignore")
+NOT_IN_SDIST = (".ci/", ".github/", ".gitignore")
 # What an sdist must hold to build, test and document fastser from it alone (a directory ends
 # with "/": it must hold at least one file).
 SDIST_MUST_HOLD = ("mypy.ini", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md",
@@ -69,7 +69,7 @@ def sdist(path: str) -> None:
     if missing:
         raise CheckFailed(f"{Path(path).name} lacks: {', '.join(missing)}")
     print(f"{Path(path).name}: {len(members)} entries, every tracked file but "
-          f"{' and '.join(NOT_IN_SDIST)}; holds {', '.join(SDIST_MUST_HOLD)}")
+          f"{', '.join(NOT_IN_SDIST)}; holds {', '.join(SDIST_MUST_HOLD)}")
 
 
 def manylinux(auditwheel: str, wheel: str) -> None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole suite: builds fastser compiled and pure into two fresh virtual environments,
-# runs mypy --strict over fastser/ and tests/, then the same pytest suite against each
+# runs mypy --strict over fastser/ and tests/ and ruff check over the repository, then the same pytest suite against each
 # installed build from outside the source tree (a run from the repository root would
 # import the uncompiled sources), then a few minutes of distributed's own tests under tcp://
 # and fastser://. FASTSER_EXPECT makes the suite assert which build it sees. Extra arguments
@@ -34,8 +34,13 @@ done
 echo "== mypy --strict fastser tests"
 (cd "$repo" && "$envs/compiled/bin/mypy" --config-file mypy.ini fastser tests)
 
-source "$repo/scripts/suite.sh"
+# ruff, pinned in the test extra, with pyproject.toml's rules. A finding fails the run at the
+# end; the suites still run, so one report shows both.
 status=0
+echo "== ruff check"
+(cd "$repo" && "$envs/compiled/bin/ruff" check) || status=$?
+
+source "$repo/scripts/suite.sh"
 for kind in compiled pure; do
     echo "== pytest against the $kind build"
     run_suite "$kind" "$envs/$kind/bin/python" "$repo" "$@" || status=$?

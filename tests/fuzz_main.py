@@ -2,8 +2,8 @@
 """Coverage-guided fuzzing of tests/fuzz_target.py with atheris: run by scripts/fuzz.sh, which
 builds the compiled fastser instrumented for libFuzzer. Arguments are libFuzzer's.
 
-`python tests/fuzz_main.py --seeds DIR` writes the seed inputs (the conformance corpus's frames and a few
-encoded messages) instead of fuzzing.
+`python tests/fuzz_main.py --seeds DIR` writes the seed inputs (the conformance corpus's
+frames and a few encoded messages) instead of fuzzing.
 """
 
 import pathlib

@@ -56,7 +56,8 @@ def opened(value: Any) -> Any:
 SPECIAL_FLOATS = st.sampled_from([math.nan, -math.nan, math.inf, -math.inf, -0.0])
 scalars = st.one_of(
     st.none(), SPECIAL_FLOATS, st.booleans(), st.integers(),
-    st.integers(min_value=-(2**300), max_value=2**300), TUPLE_LEAD, st.floats(), st.text(max_size=20), st.binary(max_size=40),
+    st.integers(min_value=-(2**300), max_value=2**300), TUPLE_LEAD, st.floats(),
+    st.text(max_size=20), st.binary(max_size=40),
     st.binary(max_size=40).map(bytearray), st.binary(max_size=40).map(view),
     st.one_of(big_bytes, big_bytes.map(bytearray), big_bytes.map(view)),
 )

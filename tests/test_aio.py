@@ -213,12 +213,12 @@ def large() -> Iterator[LargeTransfer]:
            "big": np.arange(BIG_ITEMS, dtype=np.float64), "tag": "two arrays"}
     encoder = Encoder(frame_split_size=64 * MiB)
 
-    async def scenario() -> tuple[int, Any]:
+    async def scenario(msg: Any) -> tuple[int, Any]:  # an argument: the del below drops it
         async with loopback() as pair:
             return await asyncio.gather(write_msg(pair.client_writer, msg, encoder),
                                         read_msg(pair.server_reader))
 
-    sent, received = run(scenario())
+    sent, received = run(scenario(msg))
     del msg
     yield LargeTransfer(received, sent)
 

@@ -185,10 +185,11 @@ def hostile(header: Any, frames: int = 1) -> list[Any]:
     (hostile([short("<f8", 2, 1, 2), short("<f8", 2, 1, 2)]), "frame 1 is referenced twice"),
     (hostile(short("<f8", 2, b"", 0), 1), "1 of 1 payload frames are not named"),
     (hostile([1, mark(EXT_ARRAY_MARK)]), "mark stands elsewhere than first"),
-    (hostile([msgpack.ExtType(EXT_ARRAY_MARK, b"x")]), f"extension type {EXT_ARRAY_MARK} \\(a mark\\)"),
+    (hostile([msgpack.ExtType(EXT_ARRAY_MARK, b"x")]),
+     f"extension type {EXT_ARRAY_MARK} \\(a mark\\)"),
 ], ids=["alone", "dtype", "flags 4", "flags -1", "flags bool", "flags str", "negative",
-        "huge dim", "65 dims", "str dim", "beyond", "header", "bad ref", "no frames", "twice", "unnamed",
-        "not first", "data"])
+        "huge dim", "65 dims", "str dim", "beyond", "header", "bad ref", "no frames", "twice",
+        "unnamed", "not first", "data"])
 def test_hostile_short_records_raise_deserialization_errors(frames: list[Any],
                                                             reason: str) -> None:
     for decoder in (fastser.Decoder(), fastser.Decoder(deserialize=False)):

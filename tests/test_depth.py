@@ -29,7 +29,9 @@ values = st.recursive(
     scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=20),
-        st.dictionaries(st.one_of(st.text(max_size=5), st.integers(min_value=-(2**63), max_value=2**63)), inner, max_size=18)),
+        st.dictionaries(st.one_of(st.text(max_size=5),
+                                  st.integers(min_value=-(2**63), max_value=2**63)),
+                        inner, max_size=18)),
     max_leaves=60)
 
 

@@ -21,7 +21,8 @@ from fastser.frames.stream import PRELUDE_SPAN_BYTES, READ_BYTES
 KiB64 = 2**16
 MiB = 2**20
 MESSAGES: list[list[bytes]] = [
-    [], [b""], [b"abc"], [b"", b"", b""], [b"h" * 5, b"", b"a" * KiB64, b"b" * 3, b"", b"c" * 70_001],
+    [], [b""], [b"abc"], [b"", b"", b""],
+    [b"h" * 5, b"", b"a" * KiB64, b"b" * 3, b"", b"c" * 70_001],
     [b"x" * 1000, b"y", b""], [bytes(range(256)) * 300, b"tail"], [b"s"] * 40,
 ]
 
@@ -79,7 +80,8 @@ def test_in_place_and_fed_readers_agree_in_random_chunks(messages: list[list[byt
     pos = 0
     while pos < len(stream):
         size = rng.randint(1, 9000)
-        got.extend([bytes(frame) for frame in frames] for frames in fed.feed(stream[pos:pos + size]))
+        got.extend([bytes(frame) for frame in frames]
+                   for frames in fed.feed(stream[pos:pos + size]))
         pos += size
     assert got == messages and not fed.pending
 

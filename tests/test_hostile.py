@@ -7,7 +7,6 @@ import os
 import pickle
 import random
 import struct
-import sys
 import tempfile
 import tracemalloc
 from typing import Any
@@ -441,8 +440,9 @@ def test_a_structured_dtype_decodes_to_a_bounded_multiple_of_its_size() -> None:
     # not msgpack, turns into objects. An array of 0 items, so no frame bytes pay for it.
     np = pytest.importorskip("numpy")
     fields = [[f"f{index}", "|b1"] for index in range(20_000)]
-    record = [ext(EXT_SERIALIZED_MARK, b""), {"dtype": fields, "shape": [0], "order": "C", "writeable": True,
-                             "type": "numpy.ndarray", "serializer": "dispatch"}, [b""]]
+    record = [ext(EXT_SERIALIZED_MARK, b""),
+              {"dtype": fields, "shape": [0], "order": "C", "writeable": True,
+               "type": "numpy.ndarray", "serializer": "dispatch"}, [b""]]
     array = loads_bounded(SAFE, header(record))
     assert type(array) is np.ndarray and len(array.dtype.names) == 20_000
 

@@ -210,7 +210,7 @@ def test_inspect_refuses_hostile_streams_in_one_line(tmp_path: pathlib.Path) -> 
         "garbage after": (GOOD + b"garbage!" * 3, ("message 2 is not a valid fastser message",
                                                    "not a fastser stream")),
     }
-    for name, (data, expected) in cases.items():
+    for data, expected in cases.values():
         done = run("inspect", write(tmp_path, data))
         assert_refused(done.returncode, done.stderr, *expected)
         assert_refused(*inspect_in_process(data)[::2])  # in-process, the size is not known
@@ -225,7 +225,8 @@ def test_inspect_refuses_unusable_standard_input() -> None:
                             capture_output=True, text=True, timeout=60)
     assert_refused(closed.returncode, closed.stderr, "cannot read standard input")
     piped = run("inspect", "-", stdin=b"hello world")
-    assert_refused(piped.returncode, piped.stderr, "not a fastser stream: a message's first 8 bytes")
+    assert_refused(piped.returncode, piped.stderr,
+                   "not a fastser stream: a message's first 8 bytes")
     assert "input holds" not in piped.stderr  # a pipe's size is not known
 
 

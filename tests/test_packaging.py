@@ -1,6 +1,8 @@
 """What a release ships, checked without building: the cibuildwheel configuration, the sdist's
-MANIFEST.in and, where cibuildwheel is installed, the exact build identifiers.
-scripts/release.sh does the building (docs/release.md)."""
+MANIFEST.in, the CI workflows (.github/workflows: the wheel runners, the tool pins, trusted
+publishing) and, where cibuildwheel is installed, the exact build identifiers, of
+pyproject.toml and of the wheel runners. scripts/release.sh does the building
+(docs/release.md)."""
 
 import importlib.util
 import os
@@ -66,7 +68,7 @@ def test_manifest_puts_every_tracked_file_in_the_sdist() -> None:
         if line.strip() and not line.startswith("#"):
             selection.process_template_line(line)
     added_by_setuptools = ("fastser/", "README.md", "setup.py", "pyproject.toml")
-    left_out = (".ci/", ".gitignore")
+    left_out = (".ci/", ".github/", ".gitignore")
     missing = [name for name in tracked
                if not name.startswith(added_by_setuptools + left_out)
                and name not in selection.files]
@@ -148,3 +150,114 @@ def test_dask_extras_have_a_floor_that_the_tested_distributed_meets() -> None:
     assert floor_of("distributed", extras["dask"]) <= tested
     assert floor_of("distributed", extras["bench"]) <= tested
     assert floor_of("dask", extras["bench"]) == floor_of("distributed", extras["bench"])
+
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+RELEASE_TOOLS = (ROOT / "scripts" / "release-tools.txt").read_text()
+# A runner's image names the platform cibuildwheel builds for there.
+RUNNER_PLATFORMS = {"ubuntu": "linux", "macos": "macos", "windows": "windows"}
+# "PLATFORM IDENTIFIER" lines: the wheels a release builds.
+LISTED_IDENTIFIERS = [line for line in (ROOT / "scripts" / "build-identifiers.txt").read_text()
+                      .splitlines() if line.strip() and not line.startswith("#")]
+
+
+def workflow(name: str) -> dict[str, Any]:
+    if not (WORKFLOWS / name).is_file():
+        pytest.skip(f"needs a checkout of fastser: the sdist leaves .github/ out ({name})")
+    yaml = pytest.importorskip("yaml")  # the test extra installs it
+    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    # YAML 1.1 reads the bare key `on` as True.
+    return {("on" if key is True else key): value for key, value in loaded.items()}
+
+
+def runs(job: dict[str, Any]) -> str:
+    return "\n".join(step.get("run", "") for step in job["steps"])
+
+
+def wheel_runners() -> list[dict[str, str]]:
+    """The wheel job's matrix entries, each with the platform its runner builds for."""
+    job = workflow("wheels.yml")["jobs"]["wheels"]
+    entries: list[dict[str, str]] = job["strategy"]["matrix"]["include"]
+    return [{**entry, "platform": RUNNER_PLATFORMS[entry["os"].split("-")[0]]}
+            for entry in entries]
+
+
+def test_wheel_workflow_takes_cibuildwheel_and_build_from_release_tools() -> None:
+    # One pin, scripts/release-tools.txt's, which scripts/release.sh and the identifier lists
+    # were checked with: no action version or second pin beside it.
+    text = "\n".join((WORKFLOWS / name).read_text() for name in ("wheels.yml", "ci.yml")
+                     if (WORKFLOWS / name).is_file())
+    jobs = workflow("wheels.yml")["jobs"]
+    for tool in ("build", "cibuildwheel"):
+        assert re.search(rf"^{tool}==[0-9]", RELEASE_TOOLS, re.MULTILINE)
+        assert not re.search(rf"\b{tool}\s*[=<>~]=\s*[0-9]", text), tool
+    assert "pypa/cibuildwheel" not in text
+    assert "grep '^cibuildwheel==' scripts/release-tools.txt" in runs(jobs["wheels"])
+    for tool in ("build", "cibuildwheel"):
+        assert f"grep '^{tool}==' scripts/release-tools.txt" in runs(jobs["sdist"])
+    assert "python -m cibuildwheel --output-dir wheelhouse" in runs(jobs["wheels"])
+
+
+def test_wheel_workflow_runners_cover_every_listed_platform_and_linux_arch() -> None:
+    runners = wheel_runners()
+    platforms = {line.split()[0] for line in LISTED_IDENTIFIERS}
+    assert sorted(entry["platform"] for entry in runners if entry["platform"] != "linux") \
+        == sorted(platforms - {"linux"})
+    # Linux: one native runner per arch of pyproject.toml (arm runners are named *-arm),
+    # each narrowed to its arch through CIBW_ARCHS_LINUX; elsewhere pyproject's archs stand.
+    linux = [entry for entry in runners if entry["platform"] == "linux"]
+    assert sorted(entry["linux-archs"] for entry in linux) \
+        == sorted(CIBUILDWHEEL["linux"]["archs"])
+    for entry in linux:
+        assert entry["os"].endswith("-arm") == (entry["linux-archs"] == "aarch64"), entry
+    assert all("linux-archs" not in entry for entry in runners if entry["platform"] != "linux")
+    job = workflow("wheels.yml")["jobs"]["wheels"]
+    assert 'echo "CIBW_ARCHS_LINUX=${{ matrix.linux-archs }}"' in runs(job)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cibuildwheel") is None,
+                    reason="cibuildwheel is not installed (scripts/release.sh installs it)")
+def test_wheel_workflow_runners_build_exactly_the_listed_identifiers() -> None:
+    # What the runners build between them, as cibuildwheel prints it for each runner's
+    # platform and Linux arch: build-identifiers.txt, in its order, nothing twice.
+    built: list[str] = []
+    for entry in wheel_runners():
+        env = {name: value for name, value in os.environ.items()
+               if not name.startswith("CIBW_")}
+        if "linux-archs" in entry:
+            env["CIBW_ARCHS_LINUX"] = entry["linux-archs"]
+        printed = subprocess.run(
+            [sys.executable, "-m", "cibuildwheel", "--print-build-identifiers", "--platform",
+             entry["platform"]], cwd=ROOT, env=env, check=True, capture_output=True,
+            text=True).stdout.split()
+        built += [f"{entry['platform']} {identifier}" for identifier in printed]
+    assert sorted(built) == sorted(LISTED_IDENTIFIERS)
+    assert len(set(built)) == len(built)
+
+
+def test_wheel_workflow_publishes_on_version_tags_only_by_trusted_publishing() -> None:
+    loaded = workflow("wheels.yml")
+    assert loaded["on"]["push"] == {"tags": ["v*"]}
+    assert loaded["permissions"] == {"contents": "read"}
+    publish = loaded["jobs"]["publish"]
+    assert sorted(publish["needs"]) == ["sdist", "wheels"]
+    assert "startsWith(github.ref, 'refs/tags/v')" in publish["if"]
+    assert publish["environment"]["name"] == "pypi"
+    assert publish["permissions"] == {"id-token": "write"}
+    uploads = [step for step in publish["steps"]
+               if step.get("uses", "").startswith("pypa/gh-action-pypi-publish@")]
+    assert len(uploads) == 1 and "with" not in uploads[0]  # no password: no stored token
+
+
+def test_ci_workflow_runs_ci_run_with_distributeds_pinned_tests() -> None:
+    job = workflow("ci.yml")["jobs"]["test"]
+    assert job["runs-on"] == "ubuntu-latest"
+    script = runs(job)
+    assert "scripts/distributed_peer/requirements.txt" in script
+    assert "git clone --depth 1 --branch \"$tag\" https://github.com/dask/distributed.git" \
+        in script
+    assert 'echo "FASTSER_PEER_TESTS=' in script
+    # The last step is .ci/run, as root (the network lab), keeping the peer tests' path.
+    last = job["steps"][-1]["run"]
+    assert last.startswith("sudo --preserve-env=CI,FASTSER_PEER_TESTS ")
+    assert last.endswith("bash .ci/run")

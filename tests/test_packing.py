@@ -3,7 +3,8 @@ for byte: it packs exact types only, for speed, and hands the rest to as_base_ty
 
 import collections
 import enum
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import msgpack
 import pytest
@@ -80,7 +81,7 @@ def test_the_record_packer_writes_what_plain_msgpack_writes(value: Any) -> None:
     assert Packers().record.pack(value) == msgpack.packb(value, use_bin_type=True)
 
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042 - the mixin users write, not StrEnum
     RED = "red"
 
 

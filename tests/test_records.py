@@ -92,8 +92,8 @@ def test_a_small_pickle_is_a_record_like_any_other() -> None:
 ], ids=["small", "out of band", "msgpack record"])
 def test_a_record_in_a_dict_key_or_a_set_item_travels_as_an_extension_type(
         payload: Any, opened: Any) -> None:
-    # An array cannot be hashed: there a record is extension type EXT_SERIALIZED (or EXT_PICKLED), not the array
-    # [mark, header, refs]. dumps raised TypeError before.
+    # An array cannot be hashed: there a record is extension type EXT_SERIALIZED (or
+    # EXT_PICKLED), not the array [mark, header, refs]. dumps raised TypeError before.
     for msg, expected in (({payload: 1}, {opened: 1}), ({(payload, 2)}, {(opened, 2)})):
         frames = fastser.dumps(msg)
         assert fastser.loads(frames) == expected

@@ -89,7 +89,8 @@ def test_family_order_and_fallthrough() -> None:
 def test_custom_family_gets_context() -> None:
     seen: list[Optional[Mapping[str, Any]]] = []
 
-    def dumps(obj: Any, context: Optional[Mapping[str, Any]]) -> tuple[dict[str, Any], list[fastser.Frame]]:
+    def dumps(obj: Any, context: Optional[Mapping[str, Any]]
+              ) -> tuple[dict[str, Any], list[fastser.Frame]]:
         seen.append(context)
         return {}, [repr(obj).encode()]
 

@@ -4,6 +4,7 @@ FrameError (before one, an EOFError), and hostile preludes are refused before an
 allocated. Every socket has a timeout, so a bug fails instead of hanging."""
 
 import ctypes
+import functools
 import json
 import mmap
 import os
@@ -202,11 +203,10 @@ def large() -> Iterator[LargeTransfer]:
            "big": np.arange(BIG_ITEMS, dtype=np.float64), "tag": "two arrays"}
     encoder = Encoder(frame_split_size=64 * MiB)
     with loopback() as (client, server):
-        def send() -> int:
-            return send_msg(client, msg, encoder)
         tracemalloc.start()
         try:
-            with in_thread(send) as sent:
+            # a partial, not a closure over msg: the del below drops the arrays
+            with in_thread(functools.partial(send_msg, client, msg, encoder)) as sent:
                 received = recv_msg(server)
             peak = tracemalloc.get_traced_memory()[1]
         finally:

@@ -12,7 +12,8 @@ its wall time in benchmarks/cluster.py).
 PY1 and PY2 are interpreters with fastser installed compiled and pure, each with the bench
 extra (`bash scripts/bench.sh traffic` builds both). Timing is benchmarks/harness.py's, as
 suite.py drives it: one worker process per build, batches of ~0.1 s interleaved round by
-round, medians of times and of per-round ratios. Rerun it against any build, or any corpus, to compare.
+round, medians of times and of per-round ratios. Rerun it against any build, or any corpus,
+to compare.
 """
 
 import argparse
@@ -54,7 +55,8 @@ def mix_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]
                 rounds = None
                 break
             weight = kinds[name]["messages"]
-            summed = [weight * (d + l) for d, l in zip(samples["dumps"], samples["loads"])]
+            summed = [weight * (dump + load)
+                      for dump, load in zip(samples["dumps"], samples["loads"])]
             rounds = summed if rounds is None else [a + b for a, b in zip(rounds, summed)]
         if rounds:
             per_round[label] = rounds
@@ -82,7 +84,8 @@ def workload_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str,
                 samples = result["samples_us"].get(label)
                 if samples is None:
                     continue
-                summed = [count * (d + l) for d, l in zip(samples["dumps"], samples["loads"])]
+                summed = [count * (dump + load)
+                          for dump, load in zip(samples["dumps"], samples["loads"])]
                 before = row["rounds"].get(label)
                 row["rounds"][label] = summed if before is None else [
                     a + b for a, b in zip(before, summed)]

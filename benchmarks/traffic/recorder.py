@@ -38,7 +38,8 @@ def install() -> None:
             line: dict[str, Any] = {"time": time.time(), "pid": os.getpid(),
                                     "kind": shapes.kind(msg), "shape": shapes.shape(msg),
                                     "local": self.local_address, "peer": self.peer_address,
-                                    "serializers": None if serializers is None else list(serializers)}
+                                    "serializers": (None if serializers is None
+                                                    else list(serializers))}
         except Exception as exc:  # a shape that fails is recorded as such, never raised
             line = {"time": time.time(), "pid": os.getpid(), "kind": "unrecorded",
                     "error": repr(exc)}

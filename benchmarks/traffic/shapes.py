@@ -307,7 +307,8 @@ class Builder:
         import pandas as pd
         if dtype in ("object", "string", "str") or dtype.startswith("string"):
             names = np.array(["Alice", "Bob", "Charlie", "Dan", "Edith", "Frank"], dtype=object)
-            return pd.array(names[np.arange(rows) % len(names)], dtype=dtype if dtype != "str" else "string")
+            return pd.array(names[np.arange(rows) % len(names)],
+                            dtype=dtype if dtype != "str" else "string")
         try:
             return np.arange(rows).astype(np.dtype(dtype))
         except TypeError:

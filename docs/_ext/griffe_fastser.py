@@ -96,8 +96,8 @@ def sections(obj: griffe.Object, text: str) -> list[griffe.DocstringSection]:
             out.append(griffe.DocstringSectionParameters(parameters(obj, body)))
         elif title == "Returns":
             returns = obj.returns if isinstance(obj, griffe.Function) else None
-            out.append(griffe.DocstringSectionReturns(
-                [griffe.DocstringReturn("", description=markdown(joined(body)), annotation=returns)]))
+            out.append(griffe.DocstringSectionReturns([griffe.DocstringReturn(
+                "", description=markdown(joined(body)), annotation=returns)]))
         else:
             out.append(raises(body))
     return out

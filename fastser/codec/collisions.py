@@ -10,9 +10,10 @@ the message is refused: an insertion then probes at most a few dozen keys.
 
 Strategy: each counted value costs a hash and one byte of a table of a quarter of the
 header's size (a distinct value takes at least a byte of header, so a benign message
-averages at most four a slot). Only a slot past SLOT_BUSY values is checked exactly, keeping the distinct values of
-each hash seen there, so one hash has at most COUNT_AFTER (the values a message makes before
-counting starts) + SLOT_BUSY + MAX_EQUAL_HASHES distinct values: 32.
+averages at most four a slot). Only a slot past SLOT_BUSY values is checked exactly,
+keeping the distinct values of each hash seen there, so one hash has at most COUNT_AFTER
+(the values a message makes before counting starts) + SLOT_BUSY + MAX_EQUAL_HASHES distinct
+values: 32.
 A tuple that holds tuples has its hash made from its items' hashes, those of the items that
 hold tuples themselves taken from when they were made (CPython 3.11 does not keep a tuple's
 hash: hashing every level of a nested tuple again would make counting quadratic in its

@@ -60,7 +60,8 @@ class Decoder:
         # The header's lists as tuples, as msgpack's use_list=False (distributed's tcp://)
         # makes them: fastser.dask, whose peers (distributed itself) rely on it.
         self.lists_as_tuples = lists_as_tuples
-        self.pickle_allowed: bool = self.deserializers is None or PICKLE_FAMILY in self.deserializers
+        self.pickle_allowed: bool = (self.deserializers is None
+                                     or PICKLE_FAMILY in self.deserializers)
         self.direct_loads = DirectLoads(self.deserializers)
 
     def loads(self, frames: Sequence[Frame]) -> Any:

@@ -121,7 +121,7 @@ class HandshakeDeadline:
         try:
             prepared: Optional[IOStream] = await asyncio.wait_for(prepare,
                                                                   handshake_seconds_left())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             stream.close()
             raise HandshakeFailed(f"closed {address}: no TLS handshake within "
                                   "distributed.comm.timeouts.connect") from None
@@ -134,7 +134,7 @@ class HandshakeDeadline:
             await asyncio.wait_for(handshake, handshake_seconds_left())
         except CommClosedError:
             raise  # the peer closed, or sent what is not fastser: distributed logs it
-        except asyncio.TimeoutError:
+        except TimeoutError:
             comm.abort()
             reason = ("no handshake within distributed.comm.timeouts.connect="
                       f"{dask.config.get('distributed.comm.timeouts.connect')}")
@@ -231,7 +231,7 @@ class OnePort:
         try:
             first: bytes = await asyncio.wait_for(stream.read_bytes(len(MAGIC)),
                                                   handshake_seconds_left())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             refuse(stream, f"closed {address}: no first {len(MAGIC)} bytes within "
                            "distributed.comm.timeouts.connect="
                            f"{dask.config.get('distributed.comm.timeouts.connect')}")

@@ -66,7 +66,8 @@ def names_by_value_module(data: bytes) -> bool:
     return False
 
 
-def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None) -> tuple[Header, list[Frame]]:
+def pickle_dumps(obj: Any, context: Optional[Mapping[str, Any]] = None
+                 ) -> tuple[Header, list[Frame]]:
     """Pickle `obj`; frames[0] is the pickle, frames[1:] its out-of-band buffers (aliasing
     the object's memory, not copied)."""
     buffers: list[pickle.PickleBuffer] = []

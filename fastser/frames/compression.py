@@ -86,7 +86,7 @@ def warn_auto_compresses_nothing() -> None:
     _auto_warned.append(True)
     warnings.warn("compression='auto' found neither lz4 nor zstandard: nothing will be "
                   "compressed. Install one: pip install 'fastser[lz4]' (or 'fastser[zstd]')",
-                  RuntimeWarning)
+                  RuntimeWarning, stacklevel=1)  # compiled callers leave no frames to count
 
 
 def check_compression(name: Optional[str]) -> Optional[str]:

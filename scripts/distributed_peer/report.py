@@ -1,5 +1,6 @@
-"""Compares two runs of distributed's tests (the outcomes count_schemes.py wrote) (scripts/distributed_suite.sh): prints
-each scheme's pass/fail counts and every test that passes on tcp:// but not on fastser://.
+"""Compares two runs of distributed's tests (scripts/distributed_suite.sh; the outcomes
+count_schemes.py wrote): prints each scheme's pass/fail counts and every test that passes on
+tcp:// but not on fastser://.
 Exits 1 when such a test is not listed, with its reason, in tcp_only.txt beside this file.
 
     python report.py TCP_JSON FASTSER_JSON

@@ -93,8 +93,8 @@ HAND_BUILT_STREAMS: dict[str, str] = {
     "refuse_stream_truncated": "0100000000000000 0500000000000000 6162",
     "refuse_stream_trailing_bytes": "0100000000000000 0200000000000000 01c0 ff",
     # 1,200 frames (the header 01c0, then empty ones) in 9,610 bytes: more than 1,024 + 9,610 // 64
-    "refuse_frames_past_their_bytes": "b004000000000000 0200000000000000" + " 0000000000000000" * 1199
-                                      + " 01c0",
+    "refuse_frames_past_their_bytes": ("b004000000000000 0200000000000000"
+                                       + " 0000000000000000" * 1199 + " 01c0"),
 }
 
 
