@@ -76,7 +76,8 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
         "zlib", or "adaptive" (an Encoder's choice per frame for a link it is told the rate
         of, see LinkRate; without one, as "auto"). Payload frames (of Serialize/ToPickle
         payloads and of bytes-likes of 64 KiB or more) under 10,000 bytes, or whose sample
-        does not shrink by 30 %, are left as they are. lz4 and zstd need the extras fastser[lz4] / fastser[zstd].
+        does not shrink by 30 %, are left as they are. lz4 and zstd need the extras
+        fastser[lz4] / fastser[zstd].
 
     Returns
     -------
