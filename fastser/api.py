@@ -290,7 +290,8 @@ def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
 
     Raises
     ------
-    TypeError if a frame has no len().
+    TypeError if a frame has no len(), naming the first frame (index and type) that is not
+    bytes-like; ValueError for a released memoryview.
     """
     return _framing.pack_frames_prelude(frames)
 
@@ -310,7 +311,8 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
 
     Raises
     ------
-    TypeError if a frame is not a bytes-like object.
+    TypeError naming the first frame (index and type) that is not bytes-like or not
+    C-contiguous; ValueError for a released memoryview.
     """
     return _framing.pack_frames(frames)
 
