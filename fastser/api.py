@@ -311,8 +311,10 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
 
     Raises
     ------
-    TypeError naming the first frame (index and type) that is not bytes-like or not
-    C-contiguous; ValueError for a released memoryview.
+    TypeError naming the first frame (index and type) that is not bytes-like, not
+    C-contiguous, or whose len() is not its size in bytes (a numpy array of items wider than
+    a byte: pass memoryview(frame).cast("B")), or if frames is an iterator; ValueError for a
+    released memoryview.
     """
     return _framing.pack_frames(frames)
 

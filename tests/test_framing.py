@@ -105,13 +105,20 @@ def test_a_frame_without_a_size_is_named_by_both_writers(frame: object, error: t
 @pytest.mark.parametrize("frame, text", [
     ("text", r"frame 1 is of type str, not a bytes-like frame"),
     (memoryview(b"abcdef")[::2], r"frame 1 \(memoryview\) is not C-contiguous"),
-], ids=["str", "strided"])
+    # The prelude would say 2 (its len()), the join write 8 bytes: a stream that lies.
+    (array.array("i", [1, 2]), r"frame 1 \(array\) holds 8 bytes but its len\(\) is 2"),
+], ids=["str", "strided", "wide-items"])
 def test_pack_frames_refuses_what_it_cannot_write_as_its_prelude_says(frame: object,
                                                                       text: str) -> None:
     with pytest.raises(TypeError, match=f"^{text}"):
         pack_frames(cast(list[Frame], [b"header", frame]))
     # The prelude alone takes len() as the size, unchecked (streams.md says so).
     assert len(pack_frames_prelude(cast(list[Frame], [b"header", frame]))) == 24
+
+
+def test_pack_frames_refuses_an_iterator_it_would_write_without_its_frames() -> None:
+    with pytest.raises(TypeError, match="an iterator"):
+        pack_frames(cast(list[Frame], iter([b"a", b"b"])))
 
 
 def test_unpack_is_zero_copy() -> None:

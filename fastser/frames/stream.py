@@ -64,12 +64,21 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
     """The prelude and all `frames` joined into one bytes object (this copies every frame);
     TypeError naming the first frame that is not bytes-like."""
     lengths = frame_lengths(frames)
-    parts: list[Frame] = [prelude_of(lengths)]
+    prelude = prelude_of(lengths)
+    parts: list[Frame] = [prelude]
     parts.extend(frames)
     try:
         data = b"".join(parts)
     except (TypeError, ValueError) as exc:
         raise chained(not_a_frame(frames), exc)
+    # An object with a buffer whose len() is not its size in bytes (a numpy array of wider
+    # items) is joined whole while its len() went into the prelude: a stream that lies.
+    # (A loop, not sum(): compiled, it adds native ints.)
+    size = len(prelude)
+    for length in lengths:
+        size += length
+    if len(data) != size:
+        raise not_a_frame(frames)
     return data
 
 
@@ -104,7 +113,8 @@ def not_a_frame(frames: Sequence[object]) -> Exception:
         if view.nbytes != length:
             return TypeError(f"frame {index} ({kind}) holds {view.nbytes} bytes but its len() "
                              f"is {length}: pass memoryview(frame).cast(\"B\")")
-    return TypeError("the frames had other sizes when joined than when measured")
+    return TypeError("the frames had other sizes when joined than when measured: "
+                     "an iterator, or frames changed meanwhile?")
 
 
 def coalesce(prelude: bytes, frames: list[Frame]) -> list[memoryview]:
