@@ -89,8 +89,9 @@ def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
     ------
     SerializationError naming the object's type and its path in msg, e.g. msg['tasks'][2],
     for a message nested deeper than Limits().max_depth (256), and for a dict key or set
-    item holding a Serialize or ToPickle that opens to a value equal to another beside it
-    (loads would merge the two).
+    item holding a Serialize or ToPickle that opens to a value equal to another beside it,
+    or that is written as the same bytes as another though not equal to it (two NaNs):
+    loads would merge the two.
     ValueError for an unknown serializer family, on_error value or compression, a
     compression whose package is not installed, or a frame_split_size under 64;
     TypeError for serializers given as one str, and for an argument of the wrong type.
@@ -290,7 +291,8 @@ def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
 
     Raises
     ------
-    TypeError if a frame has no len().
+    TypeError if a frame has no len(), naming the first frame (index and type) that is not
+    bytes-like; ValueError for a released memoryview.
     """
     return _framing.pack_frames_prelude(frames)
 
@@ -310,7 +312,10 @@ def pack_frames(frames: Sequence[Frame]) -> bytes:
 
     Raises
     ------
-    TypeError if a frame is not a bytes-like object.
+    TypeError naming the first frame (index and type) that is not bytes-like, not
+    C-contiguous, or whose len() is not its size in bytes (a numpy array of items wider than
+    a byte: pass memoryview(frame).cast("B")), or if frames is an iterator; ValueError for a
+    released memoryview.
     """
     return _framing.pack_frames(frames)
 

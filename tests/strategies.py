@@ -46,7 +46,8 @@ def opened(value: Any) -> Any:
     if type(value) is tuple:
         return tuple(opened(item) for item in value)
     if type(value) is float and math.isnan(value):
-        # loads merges two wrapped NaN keys (their records are the same bytes): keep one.
+        # Two NaN keys, one wrapped: equal when the same object. Both wrapped: written
+        # alike, which dumps refuses too (loads would merge them). Keep one.
         return NAN_KEY
     return value
 

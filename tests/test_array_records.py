@@ -270,37 +270,39 @@ def test_a_short_record_reaches_a_numpy_entry_registered_in_fastsers_place() -> 
     assert taken == [("<i4", [4], "C", True)]
 
 
-@pytest.mark.skipif(fastser.COMPILED, reason="compiled code calls numpy_entry natively "
-                    "and switches threads nowhere inside DirectLoads.get")
-def test_a_decoder_shared_by_threads_never_pairs_fresh_stamps_with_a_stale_entry(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # After a registration, thread A's loads looks the numpy entry up again (slowly); thread
-    # B's loads on the same decoder meanwhile must not take the entry cached before it.
+def test_a_decoder_shared_by_threads_never_pairs_fresh_stamps_with_a_stale_entry() -> None:
+    # After a registration, thread A's loads looks the numpy entry up again and is held
+    # inside the lookup; thread B's loads on the same decoder meanwhile must not take the
+    # entry cached before the registration. A is held by the one call the lookup makes into
+    # Python code in both builds: the comparison of a family name, a str subclass here,
+    # when the lookup asks whether the decoder's deserializers allow "dispatch".
     import threading
 
-    import fastser.codec.array_records as records
     from fastser.families.registry import REGISTRY
-    frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
-    decoder = fastser.Decoder()
-    decoder.loads(frames)  # numpy registered, its entry cached
-    own = REGISTRY.by_name["numpy.ndarray"]
-    lookup = records.numpy_entry
     inside, go_on = threading.Event(), threading.Event()
+    held: list[threading.Thread] = []
 
-    def slow_lookup(deserializers: Any) -> Any:
-        inside.set()
-        go_on.wait(10)
-        return lookup(deserializers)
+    class HeldName(str):
+        def __eq__(self, other: object) -> bool:
+            if held and threading.current_thread() is held[0] and not inside.is_set():
+                inside.set()
+                go_on.wait(10)
+            return str.__eq__(self, other)
 
+        __hash__ = str.__hash__
+
+    frames = fastser.dumps(Serialize(np.arange(4, dtype="<i4")))
+    decoder = fastser.Decoder(deserializers=[HeldName("dispatch")])
+    assert type(decoder.loads(frames)) is np.ndarray  # numpy registered, its entry cached
+    own = REGISTRY.by_name["numpy.ndarray"]
     fastser.register_serialization(np.ndarray, own.dumps, lambda h, f: "mine",
                                    name="numpy.ndarray")
-    monkeypatch.setattr(records, "numpy_entry", slow_lookup)
     got: dict[str, Any] = {}
     first = threading.Thread(target=lambda: got.setdefault("A", decoder.loads(frames)))
+    held.append(first)
     try:
         first.start()
         assert inside.wait(10)
-        monkeypatch.setattr(records, "numpy_entry", lookup)
         got["B"] = decoder.loads(frames)
     finally:
         go_on.set()

@@ -83,6 +83,44 @@ def test_memoryview_lengths_are_counted_in_bytes() -> None:
                                                     (doubles, matrix, wide)]
 
 
+def released() -> memoryview:
+    view = memoryview(b"gone")
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize("frame, error, text", [
+    (5, TypeError, "frame 1 is of type int, not a bytes-like frame"),
+    (None, TypeError, "frame 1 is of type NoneType, not a bytes-like frame"),
+    (released(), ValueError, "frame 1 is a released memoryview"),
+], ids=["int", "None", "released"])
+def test_a_frame_without_a_size_is_named_by_both_writers(frame: object, error: type,
+                                                          text: str) -> None:
+    for write in (pack_frames, pack_frames_prelude):
+        with pytest.raises(error, match=f"^{text}") as info:
+            write(cast(list[Frame], [b"header", frame]))
+        assert type(info.value) is error and info.value.__cause__ is not None
+
+
+@pytest.mark.parametrize("frame, text", [
+    ("text", r"frame 1 is of type str, not a bytes-like frame"),
+    (memoryview(b"abcdef")[::2], r"frame 1 \(memoryview\) is not C-contiguous"),
+    # The prelude would say 2 (its len()), the join write 8 bytes: a stream that lies.
+    (array.array("i", [1, 2]), r"frame 1 \(array\) holds 8 bytes but its len\(\) is 2"),
+], ids=["str", "strided", "wide-items"])
+def test_pack_frames_refuses_what_it_cannot_write_as_its_prelude_says(frame: object,
+                                                                      text: str) -> None:
+    with pytest.raises(TypeError, match=f"^{text}"):
+        pack_frames(cast(list[Frame], [b"header", frame]))
+    # The prelude alone takes len() as the size, unchecked (streams.md says so).
+    assert len(pack_frames_prelude(cast(list[Frame], [b"header", frame]))) == 24
+
+
+def test_pack_frames_refuses_an_iterator_it_would_write_without_its_frames() -> None:
+    with pytest.raises(TypeError, match="an iterator"):
+        pack_frames(cast(list[Frame], iter([b"a", b"b"])))
+
+
 def test_unpack_is_zero_copy() -> None:
     buf = bytearray(pack_frames([b"hello", b"", b"world"]))
     frames = unpack_frames(buf)

@@ -70,3 +70,36 @@ def test_wrapper_keys_that_open_to_distinct_keys_round_trip() -> None:
            "s": {Serialize("k"), "j", frozenset({ToPickle(1)})}}
     assert fastser.loads(fastser.dumps(msg)) == {
         1: "a", 2: "b", (3, 4): "c", (3, 5): "d", 2**70: "e", "s": {"k", "j", frozenset({1})}}
+
+
+class Token:
+    """Equal only to itself (no __eq__), and pickled the same as every other Token."""
+
+
+# NaN is equal to nothing, yet two wrapped NaNs make the same record: dumps' own dict (or
+# set) of records, and loads, would merge them, losing a value. dumps refuses, naming where.
+@pytest.mark.parametrize("msg, where", [
+    ({Serialize(float("nan")): "a", Serialize(float("nan")): "b"}, "msg (the key Serialize(nan))"),
+    ({"x": {ToPickle(float("nan")): "a", ToPickle(float("nan")): "b"}},
+     "msg['x'] (the key ToPickle(nan))"),
+    ({(Serialize(float("nan")), 1): "a",
+      (Serialize(float("nan")), 1): "b"},  # noqa: F601 - two keys: each NaN equals nothing
+     "msg (the key (Serialize(nan), 1))"),
+    ({"s": {Serialize(float("nan")), Serialize(float("nan"))}},
+     "msg['s'] (a member Serialize(nan))"),
+    ([frozenset({ToPickle((float("nan"),)), ToPickle((float("nan"),))})],
+     "msg[0] (a member ToPickle((nan,)))"),
+    ({Serialize(Token()): "a", Serialize(Token()): "b"}, "msg (the key Serialize(<"),
+], ids=["keys", "pickled-keys", "tuple-keys", "set", "frozenset", "no-eq"])
+def test_wrapper_keys_written_alike_though_unequal_are_refused(msg: object, where: str) -> None:
+    with pytest.raises(fastser.SerializationError, match="as two NaNs.*loads would merge") as info:
+        fastser.dumps(msg)
+    assert f" at {where}" in str(info.value)
+
+
+def test_nan_keys_that_loads_keeps_apart_round_trip() -> None:
+    nan = float("nan")
+    # A plain NaN and a wrapped one; NaNs of other bits; a NaN beside a NaN in a tuple.
+    msg = {nan: "a", Serialize(float("nan")): "b", ToPickle(-nan): "c", (nan, nan): "d"}
+    got = fastser.loads(fastser.dumps(msg))
+    assert sorted(got.values()) == ["a", "b", "c", "d"]

@@ -185,6 +185,10 @@ class Encoder:
                 state.hashable -= 1
                 if new_key is not key:  # only a replaced key can hold a wrapper
                     opened_keys = check_opened(key, obj, opened_keys)
+                    # Keys that differ and are written alike (two NaN payloads): `out` and
+                    # loads would merge them. (Only replaced keys become records.)
+                    if out is not None and new_key in out:
+                        raise UnencodableError(key, WRITTEN_ALIKE)
             # The common scalars are checked here, saving a call of encode() for each.
             t = type(value)
             if t is str or t is float or t is bool or value is None or (
@@ -255,7 +259,12 @@ class Encoder:
             state.hashable -= 1
         if items is None:
             return obj
-        return tuple(items) if t is tuple else set(items) if t is set else frozenset(items)
+        if not in_set:
+            return tuple(items)
+        written = set(items) if t is set else frozenset(items)
+        if len(written) != len(items):
+            raise written_alike(cast(Iterable[Any], obj), items)
+        return written
 
     def out_of_band(self, frame: Frame, state: EncodeState, code: int,
                     made: list[object]) -> object:
@@ -369,6 +378,23 @@ def opened(obj: object) -> object:
             return obj
         return tuple(items) if t is tuple else frozenset(items)
     return obj
+
+
+# Two wrappers whose payloads serialize to the same bytes, though they are not equal (NaN
+# is equal to nothing; an object without __eq__ only to itself), make equal records.
+WRITTEN_ALIKE: Final = ("a dict key or set item is written as the same bytes as another "
+                        "beside it, although the two are not equal (as two NaNs): loads would "
+                        "merge the two")
+
+
+def written_alike(originals: Iterable[Any], items: list[object]) -> UnencodableError:
+    """The error naming the first set item whose record equals an earlier one's."""
+    seen: set[object] = set()
+    for original, item in zip(originals, items):
+        if item in seen:
+            return UnencodableError(original, WRITTEN_ALIKE)
+        seen.add(item)
+    return UnencodableError(originals, WRITTEN_ALIKE)
 
 
 def check_opened(key: object, container: object, seen: Optional[set[object]]

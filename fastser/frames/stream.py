@@ -9,10 +9,10 @@ import array
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Final, Optional
+from typing import Any, Final, Optional, cast
 
 from fastser.arguments import check_optional
-from fastser.errors import FrameError
+from fastser.errors import FrameError, chained
 from fastser.frame_types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 from fastser.frames.placed import PLACED_MIN_BYTES, place as place_frame
 from fastser.limits import DEFAULT_LIMITS, Limits
@@ -57,16 +57,64 @@ PRELUDE_SPAN_BYTES: Final = 4096
 def pack_frames_prelude(frames: Sequence[Frame]) -> bytes:
     """The prelude for `frames`: their count, then each length in bytes, as little-endian
     uint64s. Write it, then the frames, for a scatter-gather send without joining."""
-    lengths = [nbytes(frame) for frame in frames]
+    return prelude_of(frame_lengths(frames))
+
+
+def pack_frames(frames: Sequence[Frame]) -> bytes:
+    """The prelude and all `frames` joined into one bytes object (this copies every frame);
+    TypeError naming the first frame that is not bytes-like."""
+    lengths = frame_lengths(frames)
+    prelude = prelude_of(lengths)
+    parts: list[Frame] = [prelude]
+    parts.extend(frames)
+    try:
+        data = b"".join(parts)
+    except (TypeError, ValueError) as exc:
+        raise chained(not_a_frame(frames), exc)
+    # An object with a buffer whose len() is not its size in bytes (a numpy array of wider
+    # items) is joined whole while its len() went into the prelude: a stream that lies.
+    # (A loop, not sum(): compiled, it adds native ints.)
+    size = len(prelude)
+    for length in lengths:
+        size += length
+    if len(data) != size:
+        raise not_a_frame(frames)
+    return data
+
+
+def frame_lengths(frames: Sequence[Frame]) -> list[int]:
+    # Frames are checked only when taking a length fails: no cost per frame.
+    try:
+        return [nbytes(frame) for frame in frames]
+    except (TypeError, ValueError) as exc:
+        raise chained(not_a_frame(frames), exc)
+
+
+def prelude_of(lengths: list[int]) -> bytes:
     count = len(lengths)
     return struct.pack(f"<{count + 1}Q", count, *lengths)
 
 
-def pack_frames(frames: Sequence[Frame]) -> bytes:
-    """The prelude and all `frames` joined into one bytes object (this copies every frame)."""
-    parts: list[Frame] = [pack_frames_prelude(frames)]
-    parts.extend(frames)
-    return b"".join(parts)
+def not_a_frame(frames: Sequence[object]) -> Exception:
+    """The error naming the first of `frames` that is not a frame: no contiguous buffer, a
+    released memoryview, or a len() that is not its size in bytes."""
+    for index, frame in enumerate(frames):
+        kind = type(frame).__qualname__
+        try:
+            view = memoryview(cast(Any, frame))
+            length = nbytes(cast(Frame, frame))
+        except ValueError:
+            return ValueError(f"frame {index} is a released memoryview")
+        except TypeError:
+            return TypeError(f"frame {index} is of type {kind}, not a bytes-like frame "
+                             f"(bytes, bytearray or memoryview)")
+        if not view.c_contiguous:
+            return TypeError(f"frame {index} ({kind}) is not C-contiguous")
+        if view.nbytes != length:
+            return TypeError(f"frame {index} ({kind}) holds {view.nbytes} bytes but its len() "
+                             f"is {length}: pass memoryview(frame).cast(\"B\")")
+    return TypeError("the frames had other sizes when joined than when measured: "
+                     "an iterator, or frames changed meanwhile?")
 
 
 def coalesce(prelude: bytes, frames: list[Frame]) -> list[memoryview]:
