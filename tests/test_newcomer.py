@@ -69,3 +69,18 @@ def test_loads_checks_what_the_header_states() -> None:
     array = fastser.dumps(fastser.Serialize(numpy.arange(20_000)))
     with pytest.raises(fastser.DeserializationError, match="does not hold shape"):
         fastser.loads([array[0], memoryview(array[1]).cast("B")[:-8]])
+
+
+def test_the_silent_compile_is_announced() -> None:
+    """pip shows nothing while mypyc compiles: the README says so next to its first command,
+    setup.py prints what the wait is for (pip -v shows it), and scripts/test.sh says it
+    before each build."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    if not (root / "setup.py").is_file():
+        pytest.skip("the tests run outside the repository")
+    readme = (root / "README.md").read_text()
+    first = readme.index("The first command")
+    assert "about a minute" in readme[first:first + 600]
+    assert "about a minute" in (root / "setup.py").read_text()
+    assert "about a minute" in (root / "scripts" / "test.sh").read_text()
