@@ -61,7 +61,8 @@ def test_link_rate_averages_what_was_sent() -> None:
 
 
 def test_link_rate_checks_its_argument() -> None:
-    with pytest.raises(TypeError, match="nbytes"):
+    # Compiled, mypyc's check of the signature words it ("int object expected; got str").
+    with pytest.raises(TypeError, match="nbytes|int object expected; got str"):
         LinkRate().sent("1000", 1.0)  # type: ignore[arg-type]
 
 
@@ -128,7 +129,7 @@ def test_a_named_compression_with_a_link_adapts_with_that_one() -> None:
 def test_a_link_needs_a_compression() -> None:
     with pytest.raises(ValueError, match="link= takes effect only with a compression"):
         Encoder(link=LinkRate())
-    with pytest.raises(TypeError, match="link"):
+    with pytest.raises(TypeError, match="link|LinkRate or None object expected"):
         Encoder(compression="zlib", link=3)  # type: ignore[arg-type]
 
 
