@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, TypeVar, cast
 
+from fastser.arguments import check_optional
 from fastser.buffers import Frame, Header
 from fastser.codec import defaults as _codec, extract as _walk
 from fastser.codec.decoder import Decoder
@@ -330,6 +331,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     1,024 frames plus one per 64 bytes of it (so that the views cost a few times its
     bytes); counts and lengths are checked before anything is allocated.
     """
+    check_optional("unpack_frames", limits, Limits, "limits")  # named, in both builds
     return _framing.unpack_frames(buf, limits=limits)
 
 
