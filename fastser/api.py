@@ -364,7 +364,7 @@ CLASS_DOCS: dict[type, str] = {
     as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are checked here: ValueError
     (TypeError for deserializers given as one str) as for loads. Safe to share between
     threads.""",
-    Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
+    Limits: """Limits(*, max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
     max_header_bytes=64 MiB, max_depth=256)
 
     Bounds that loads, every Decoder and the frame readers check before allocating:
