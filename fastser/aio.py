@@ -8,6 +8,7 @@ here is a thin call into the compiled _aio, which does the work.
 import asyncio
 from typing import Any, Optional
 
+from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
 from fastser.transport import aio as _aio
@@ -37,6 +38,7 @@ async def write_msg(writer: asyncio.StreamWriter, msg: Any,
     SerializationError from the encoder; the transport's errors (for example
     ConnectionResetError) from drain.
     """
+    check_optional("write_msg", encoder, Encoder, "encoder")  # named, in both builds
     return await _aio.write_msg(writer, msg, encoder)
 
 
@@ -69,4 +71,5 @@ async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = No
     they are (a reset while the frame count is read among them: the StreamReader then
     raises before saying whether part of a message had arrived).
     """
+    check_optional("read_msg", decoder, Decoder, "decoder")
     return await _aio.read_msg(reader, decoder)

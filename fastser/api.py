@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, TypeVar, cast
 
+from fastser.arguments import check_optional
 from fastser.codec import dumps_loads as _codec, extract as _walk
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
@@ -338,6 +339,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     1,024 frames plus one per 64 bytes of it (so that the views cost a few times its
     bytes); counts and lengths are checked before anything is allocated.
     """
+    check_optional("unpack_frames", limits, Limits, "limits")  # named, in both builds
     return _framing.unpack_frames(buf, limits=limits)
 
 
@@ -375,7 +377,7 @@ CLASS_DOCS: dict[type, str] = {
     as tuples (as msgpack's use_list=False makes them; payloads keep theirs). Options are
     checked here: ValueError (TypeError for deserializers given as one str) as for loads.
     Safe to share between threads.""",
-    Limits: """Limits(max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
+    Limits: """Limits(*, max_frames=1_048_576, max_frame_bytes=2**30, max_message_bytes=2**32,
     max_header_bytes=64 MiB, max_depth=256)
 
     Bounds that loads, every Decoder and the frame readers check before allocating:

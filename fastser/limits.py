@@ -1,9 +1,9 @@
 """Bounds applied to every reader and Decoder before anything is allocated."""
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
-from fastser.arguments import check_int
+from fastser.arguments import check_names, int_option
 from fastser.errors import DeserializationError, chained
 from fastser.frame_types import MEMORYVIEW, nbytes
 
@@ -31,27 +31,55 @@ def object_inflate_bound(compressed_bytes: int) -> int:
     return compressed_bytes * 3 // 2
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_frames: int = DEFAULT_MAX_FRAMES
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
-    max_depth: int = DEFAULT_MAX_DEPTH
+class LimitsOptions(TypedDict, total=False):
+    """The keywords of Limits, as the type checker sees them."""
+    max_frames: int
+    max_frame_bytes: int
+    max_message_bytes: int
+    max_header_bytes: int
+    max_depth: int
 
-    def __post_init__(self) -> None:
-        for name in ("max_frames", "max_frame_bytes", "max_message_bytes",
-                     "max_header_bytes", "max_depth"):
-            value = getattr(self, name)
-            check_int(value, f"Limits.{name}")
+
+# Spelled out, as the codec's option names are (mypyc's TypedDicts lack their keys).
+LIMITS_OPTIONS: Final = frozenset(
+    {"max_frames", "max_frame_bytes", "max_message_bytes", "max_header_bytes", "max_depth"})
+
+
+# init=False: the bounds are taken as **limits and checked here, so that both builds name
+# the bound in the same words (fastser/arguments.py, "Options").
+@dataclass(frozen=True, init=False)
+class Limits:
+    max_frames: int
+    max_frame_bytes: int
+    max_message_bytes: int
+    max_header_bytes: int
+    max_depth: int
+
+    def __init__(self, **limits: Unpack[LimitsOptions]) -> None:
+        check_names("Limits", limits, LIMITS_OPTIONS)
+        for name, default in (("max_frames", DEFAULT_MAX_FRAMES),
+                              ("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),
+                              ("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES),
+                              ("max_header_bytes", DEFAULT_MAX_HEADER_BYTES),
+                              ("max_depth", DEFAULT_MAX_DEPTH)):
+            value = int_option("Limits", limits, name, default)
             if value < 1:
                 raise ValueError(f"Limits.{name} must be a positive int, got {value!r}")
+            object.__setattr__(self, name, value)  # frozen: as dataclass's own __init__ does
 
     # mypyc: a compiled frozen dataclass cannot be pickled or copied without __reduce__
     # (FrozenInstanceError from the default protocol; docs/design.md, "The mypyc rules").
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Limits, (self.max_frames, self.max_frame_bytes, self.max_message_bytes,
-                         self.max_header_bytes, self.max_depth))
+        return (limits_of, (self.max_frames, self.max_frame_bytes, self.max_message_bytes,
+                            self.max_header_bytes, self.max_depth))
+
+
+def limits_of(max_frames: int, max_frame_bytes: int, max_message_bytes: int,
+              max_header_bytes: int, max_depth: int) -> Limits:
+    """Limits rebuilt by pickle and copy (Limits.__reduce__): its keywords by position."""
+    return Limits(max_frames=max_frames, max_frame_bytes=max_frame_bytes,
+                  max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
+                  max_depth=max_depth)
 
 
 DEFAULT_LIMITS: Final = Limits()

@@ -8,6 +8,7 @@ compiled _sock, which does the work.
 import socket
 from typing import Any, Optional
 
+from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import Encoder
 from fastser.transport import sock as _sock
@@ -33,6 +34,7 @@ def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -
     SerializationError from the encoder. OSError (socket.timeout included) from the socket,
     after which the stream is unusable: part of a message may have been written.
     """
+    check_optional("send_msg", encoder, Encoder, "encoder")  # named, in both builds
     return _sock.send_msg(sock, msg, encoder)
 
 
@@ -65,4 +67,5 @@ def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
     DeserializationError from the decoder. OSError (socket.timeout included) from the
     socket as it is, after which the stream is unusable.
     """
+    check_optional("recv_msg", decoder, Decoder, "decoder")
     return _sock.recv_msg(sock, decoder)

@@ -66,11 +66,21 @@ def attach_class_docs(pkg: griffe.Module) -> None:
                     cls = api[key.id].final_target if api[key.id].is_alias else api[key.id]
                     text = inspect.cleandoc(str(value.value))
                     first, _, rest = text.partition("\n\n")
-                    if rest and SIGNATURE_ONLY.match(first):
+                    if rest and SIGNATURE_ONLY.match(first) and not takes_options(cls):
                         text = rest
                     cls.docstring = griffe.Docstring(text, parent=cls)
             return
     raise RuntimeError("fastser/api.py has no CLASS_DOCS dict literal")
+
+
+def takes_options(cls: griffe.Object) -> bool:
+    """Whether the class's __init__ takes its keywords as **options: Unpack[...]
+    (fastser/arguments.py, "Options"), which the rendered signature shows as that alone:
+    the docstring's first paragraph then stays, the keywords and defaults spelled out."""
+    init = cls.members.get("__init__")
+    return isinstance(init, griffe.Function) and any(
+        p.kind is griffe.ParameterKind.var_keyword and "Unpack" in str(p.annotation)
+        for p in init.parameters)
 
 
 def comment_above(obj: griffe.Object) -> str:

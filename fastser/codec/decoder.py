@@ -14,10 +14,10 @@ hashes of the values that may become keys are counted (codec.collisions) before 
 inserts them.
 """
 
-from collections.abc import Callable, Sequence
-from typing import Any, Optional, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import check_bool, check_optional
+from fastser.arguments import bool_option, check_names, optional_option
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
 from fastser.codec.collisions import COUNT_AFTER, HashCounter
 from fastser.codec.depth import (KEYS_TOO_DEEP, SCAN_DEPTH, deeper_than, float_key_hashes,
@@ -41,16 +41,43 @@ from fastser.wrappers import Pickled, Serialized
 SerializedFactory = Callable[[Header, list[Frame]], Any]
 
 
+class LoadsOptions(TypedDict, total=False):
+    """The keywords of loads (docstring in api.py), as the type checker sees them."""
+    deserialize: bool
+    deserializers: Optional[Sequence[str]]
+    limits: Optional[Limits]
+
+
+class DecoderOptions(LoadsOptions, total=False):
+    """The keywords of Decoder: those of loads, and three for fastser.dask and its kin."""
+    open_pickled: bool
+    serialized_factory: Optional[SerializedFactory]
+    lists_as_tuples: bool
+
+
+# Spelled out: mypyc's TypedDict classes lack their bases' keys at run time.
+LOADS_OPTIONS: Final = frozenset({"deserialize", "deserializers", "limits"})
+DECODER_OPTIONS: Final = LOADS_OPTIONS | {"open_pickled", "serialized_factory", "lists_as_tuples"}
+
+
+def check_options(where: str, options: Mapping[str, object], names: frozenset[str]) -> None:
+    """Raise TypeError, naming `where` and the keyword, for a keyword not in `names` or a
+    value of the wrong type: the same in both builds (fastser/arguments.py, "Options")."""
+    check_names(where, options, names)
+    for name in ("deserialize", "open_pickled", "lists_as_tuples"):
+        bool_option(where, options, name, name == "deserialize")
+    optional_option(where, options, "limits", Limits)
+
+
 class Decoder:
-    def __init__(self, *, deserialize: bool = True,
-                 deserializers: Optional[Sequence[str]] = None,
-                 limits: Optional[Limits] = None, open_pickled: bool = False,
-                 serialized_factory: Optional[SerializedFactory] = None,
-                 lists_as_tuples: bool = False) -> None:
-        check_bool(deserialize, "deserialize")
-        check_bool(open_pickled, "open_pickled")
-        check_bool(lists_as_tuples, "lists_as_tuples")
-        check_optional(limits, Limits, "limits")
+    def __init__(self, **options: Unpack[DecoderOptions]) -> None:
+        check_options("Decoder", options, DECODER_OPTIONS)
+        deserialize = options.get("deserialize", True)
+        deserializers = options.get("deserializers")
+        limits = options.get("limits")
+        open_pickled = options.get("open_pickled", False)
+        serialized_factory = options.get("serialized_factory")
+        lists_as_tuples = options.get("lists_as_tuples", False)
         self.deserialize = deserialize
         self.deserializers: Optional[tuple[str, ...]] = (
             None if deserializers is None else check_families(deserializers, "deserializers"))

@@ -1,38 +1,40 @@
-"""The compiled bodies of the public functions fastser.dumps and fastser.loads (fastser.api
-binds them, with their docstrings): a shared Encoder/Decoder for the default options, also
-used by the transports, a new one otherwise. Encoder and Decoder are safe to share between
-threads.
+"""dumps/loads as functions: a shared Encoder/Decoder for the default options, a new one
+otherwise. Encoder and Decoder are safe to share between threads.
+
+The options are taken as **options (fastser/arguments.py, "Options"): a call without any
+goes to the shared Encoder or Decoder, so the hot path tests one dict for emptiness. The
+documented signatures, which the type checker sees, are api.dumps and api.loads.
 """
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Optional
+from collections.abc import Sequence
+from typing import Any, Final, Unpack
 
-from fastser.codec.decoder import Decoder
-from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
-from fastser.families.serialize import OnError
+from fastser.codec import decoder as _decoder, encoder as _encoder
+from fastser.codec.decoder import Decoder, LoadsOptions
+from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, DumpsOptions, Encoder
 from fastser.frame_types import Frame
-from fastser.limits import Limits
 
 DEFAULT_ENCODER: Final = Encoder()
 DEFAULT_DECODER: Final = Decoder()
 
 
-def dumps(msg: Any, *, serializers: Optional[Sequence[str]] = None,
-          on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
-          frame_split_size: int = DEFAULT_SPLIT_SIZE,
-          compression: Optional[str] = None) -> list[Frame]:
-    if (serializers is None and on_error == "raise" and context is None
-            and frame_split_size == DEFAULT_SPLIT_SIZE and compression is None):
+def dumps(msg: Any, **options: Unpack[DumpsOptions]) -> list[Frame]:
+    if not options:
         return DEFAULT_ENCODER.dumps(msg)
-    return Encoder(serializers=serializers, on_error=on_error, context=context,
-                   frame_split_size=frame_split_size, compression=compression).dumps(msg)
+    # Named for dumps before Encoder checks them again (for itself).
+    _encoder.check_options("dumps", options, _encoder.DUMPS_OPTIONS)
+    if (options.get("serializers") is None and options.get("on_error", "raise") == "raise"
+            and options.get("context") is None and options.get("compression") is None
+            and options.get("frame_split_size", DEFAULT_SPLIT_SIZE) == DEFAULT_SPLIT_SIZE):
+        return DEFAULT_ENCODER.dumps(msg)  # the defaults, given by name
+    return Encoder(**options).dumps(msg)
 
 
-def loads(frames: Sequence[Frame], *, deserialize: bool = True,
-          deserializers: Optional[Sequence[str]] = None,
-          limits: Optional[Limits] = None) -> Any:
-    # `is True`: any other value goes to Decoder, which checks it (as compiled code does).
-    if deserialize is True and deserializers is None and limits is None:
+def loads(frames: Sequence[Frame], **options: Unpack[LoadsOptions]) -> Any:
+    if not options:
         return DEFAULT_DECODER.loads(frames)
-    return Decoder(deserialize=deserialize, deserializers=deserializers,
-                   limits=limits).loads(frames)
+    _decoder.check_options("loads", options, _decoder.LOADS_OPTIONS)
+    if (options.get("deserialize", True) is True and options.get("deserializers") is None
+            and options.get("limits") is None):
+        return DEFAULT_DECODER.loads(frames)  # the defaults, given by name
+    return Decoder(**options).loads(frames)

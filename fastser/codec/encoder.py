@@ -13,9 +13,9 @@ so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Optional, cast
+from typing import Any, Final, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import check_int, check_optional
+from fastser.arguments import check_names, int_option, optional_option, str_option
 from fastser.codec.array_records import short_record
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
@@ -74,25 +74,57 @@ class EncodeState:
         return cast(bytes, self.packers.record.pack(obj))
 
 
+class DumpsOptions(TypedDict, total=False):
+    """The keywords of dumps (docstring in api.py), as the type checker sees them."""
+    serializers: Optional[Sequence[str]]
+    on_error: OnError
+    context: Optional[Mapping[str, Any]]
+    frame_split_size: int
+    compression: Optional[str]
+
+
+class EncoderOptions(DumpsOptions, total=False):
+    """The keywords of Encoder: those of dumps, a default for unknown objects, and the link
+    whose rate decides compression."""
+    default: Optional[Callable[[Any], Any]]
+    link: Optional[LinkRate]
+
+
+# Spelled out: mypyc's TypedDict classes lack their bases' keys at run time.
+DUMPS_OPTIONS: Final = frozenset(
+    {"serializers", "on_error", "context", "frame_split_size", "compression"})
+ENCODER_OPTIONS: Final = DUMPS_OPTIONS | {"default", "link"}
+
+
+def check_options(where: str, options: Mapping[str, object], names: frozenset[str]) -> None:
+    """Raise TypeError, naming `where` and the keyword, for a keyword not in `names` or a
+    value of the wrong type: the same in both builds (fastser/arguments.py, "Options")."""
+    check_names(where, options, names)
+    str_option(where, options, "on_error", "raise")
+    int_option(where, options, "frame_split_size", DEFAULT_SPLIT_SIZE)
+    optional_option(where, options, "compression", str)
+    optional_option(where, options, "link", LinkRate)
+
+
 class Encoder:
-    def __init__(self, *, serializers: Optional[Sequence[str]] = None,
-                 on_error: OnError = "raise", context: Optional[Mapping[str, Any]] = None,
-                 frame_split_size: int = DEFAULT_SPLIT_SIZE, compression: Optional[str] = None,
-                 default: Optional[Callable[[Any], Any]] = None,
-                 link: Optional[LinkRate] = None) -> None:
+    def __init__(self, **options: Unpack[EncoderOptions]) -> None:
+        check_options("Encoder", options, ENCODER_OPTIONS)
+        on_error = options.get("on_error", "raise")
         check_on_error(on_error)
-        check_int(frame_split_size, "frame_split_size")
+        frame_split_size = options.get("frame_split_size", DEFAULT_SPLIT_SIZE)
         if frame_split_size < MIN_SPLIT_SIZE:
             raise ValueError(f"frame_split_size must be at least {MIN_SPLIT_SIZE} bytes (smaller "
                              f"pieces make messages that readers refuse), got {frame_split_size!r}")
+        serializers = options.get("serializers")
         names = DEFAULT_SERIALIZERS if serializers is None else serializers
         self.serializers: tuple[str, ...] = check_families(names, "serializers")
         self.on_error: str = on_error
-        self.context = context
+        self.context = options.get("context")
         self.frame_split_size = frame_split_size
         # "auto" is resolved once, here: None, or the name of an installed compressor.
+        compression = options.get("compression")
         self.compression: Optional[str] = check_compression(compression)
-        check_optional(link, LinkRate, "link")
+        link = options.get("link")
         self.compressor: Optional[FrameCompressor] = None
         if self.compression is not None:
             if compression == "adaptive" and link is None:
@@ -101,7 +133,7 @@ class Encoder:
         elif link is not None and compression is None:
             raise ValueError("link= takes effect only with a compression: use "
                              "compression='adaptive' (or name one)")
-        self.default = default
+        self.default = options.get("default")
         self.pickle_fallback: bool = "pickle" in self.serializers
         self.max_depth: int = DEFAULT_MAX_DEPTH
 

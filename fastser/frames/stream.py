@@ -345,7 +345,7 @@ class FrameReader:
     # is complete, cost at most 3 R (check_views).
 
     def __init__(self, limits: Optional[Limits] = None) -> None:
-        check_optional(limits, Limits, "limits")
+        check_optional("FrameReader", limits, Limits, "limits")
         self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
         # In-place reading: how a message's buffer is made and its pages committed (set by
         # the transports; see the bounds above).

@@ -7,7 +7,6 @@ and transport; the public fastser.aio (not compiled) documents and calls these.
 import asyncio
 from typing import Any, Final, Optional
 
-from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
 from fastser.codec.dumps_loads import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
@@ -24,7 +23,6 @@ DRAIN_BYTES: Final = 2**20
 async def write_msg(writer: asyncio.StreamWriter, msg: Any,
                     encoder: Optional[Encoder] = None) -> int:
     # Documented in aio.py (not compiled): mypyc drops function docstrings.
-    check_optional(encoder, Encoder, "encoder")
     frames = (DEFAULT_ENCODER if encoder is None else encoder).dumps(msg)
     written = 0
     pending = 0  # bytes handed to the transport since the last drain
@@ -42,7 +40,6 @@ async def write_msg(writer: asyncio.StreamWriter, msg: Any,
 
 async def read_msg(reader: asyncio.StreamReader, decoder: Optional[Decoder] = None) -> Any:
     # Documented in aio.py (not compiled): mypyc drops function docstrings.
-    check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
     frame_reader = in_place_reader(decoder.limits)
     while True:

@@ -10,7 +10,6 @@ import socket
 import sys
 from typing import Any, Final, Optional
 
-from fastser.arguments import check_optional
 from fastser.codec.decoder import Decoder
 from fastser.codec.dumps_loads import DEFAULT_DECODER, DEFAULT_ENCODER
 from fastser.codec.encoder import Encoder
@@ -42,7 +41,6 @@ HAS_SENDMSG: Final = hasattr(socket.socket, "sendmsg")
 
 def send_msg(sock: socket.socket, msg: Any, encoder: Optional[Encoder] = None) -> int:
     # Documented in sock.py (not compiled): mypyc drops function docstrings.
-    check_optional(encoder, Encoder, "encoder")
     frames = (DEFAULT_ENCODER if encoder is None else encoder).dumps(msg)
     buffers = coalesce(pack_frames_prelude(frames), frames)
     if sys.platform != "win32" and HAS_SENDMSG:
@@ -105,7 +103,6 @@ def sendall_each(sock: socket.socket, buffers: list[memoryview], max_bytes: int)
 
 def recv_msg(sock: socket.socket, decoder: Optional[Decoder] = None) -> Any:
     # Documented in sock.py (not compiled): mypyc drops function docstrings.
-    check_optional(decoder, Decoder, "decoder")
     decoder = DEFAULT_DECODER if decoder is None else decoder
     reader = in_place_reader(decoder.limits)
     while True:
