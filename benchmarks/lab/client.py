@@ -5,7 +5,9 @@ times the workloads that run.py asks for, one line of JSON each way.
         [--map-tasks 10000] [--shuffle-rows 2000000] [--tls-ca-file F --tls-cert F --tls-key F]
 
 Requests on stdin: {"op": "prepare", "workload": W, "round": R} (make the data, collect
-garbage everywhere: untimed), {"op": "run"} (time it), {"op": "quit"}. Each answer is one
+garbage everywhere: untimed), {"op": "run"} (time it), {"op": "seen"} (what fastser measured
+in each worker: the rate of its link to each peer host, MB/s, and what compressing and
+inflating a byte costs there, ns), {"op": "quit"}. Each answer is one
 line on stdout starting with REPLY: {"ready": ...}, {"ok": true}, {"seconds": ...,
 "payload_bytes": ...}, or {"error": traceback}.
 
@@ -77,6 +79,17 @@ def make_partition(seed: int, rows: int) -> Any:
 
 def tiny(number: int) -> int:
     return number + 1
+
+
+def fastser_seen() -> dict[str, Any]:
+    """In a worker: the links fastser:// measured (MB/s per peer host) and its running
+    compression costs (ns per byte compressed and inflated): why it compressed or not."""
+    from fastser.frames import adaptive
+    from fastser.transport import send_clock
+    return {"links_mb_s": {host: round(link.bytes_per_second / 1e6, 1)
+                           for host, link in send_clock._links.items() if link.samples},
+            "cost_ns": {name: round(cost * 1e9, 2) for name, cost in adaptive.costs.items()
+                        if name != "zlib"}}
 
 
 def reply(message: dict[str, Any]) -> None:
@@ -213,6 +226,9 @@ def main() -> None:
                     reply({"ok": True})
                 elif request["op"] == "run":
                     reply(workloads.run())
+                elif request["op"] == "seen":
+                    reply({"seen": {address.rsplit(":", 1)[0].split("//")[-1]: seen for
+                                    address, seen in client.run(fastser_seen).items()}})
                 else:
                     reply({"error": f"unknown request {request!r}"})
             except Exception:

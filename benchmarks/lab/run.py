@@ -268,6 +268,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
         clients = start_clusters(lab, args, variants, workers)
         times: dict[tuple[str, str], list[float]] = {}
         rates: dict[tuple[str, str], list[float]] = {}
+        seen_by: dict[str, Any] = {}
         busy = 0
         for round_ in range(args.rounds):
             shift = round_ % len(variants)
@@ -286,6 +287,11 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                     rates.setdefault((workload, variant), []).append(
                         moved / result["seconds"])
             print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
+        for variant, client in clients.items():
+            if VARIANTS[variant][0].startswith("fastser"):
+                seen = client.ask({"op": "seen"}, args.timeout)["seen"]
+                print(f"  {variant}, what its workers measured: {seen}", flush=True)
+                seen_by[variant] = seen
         for client in clients.values():
             try:
                 client.ask({"op": "quit"}, 1.0)
@@ -311,6 +317,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                                   if profile.rate_bit is not None else None),
                 "link_mb_s": link_rate / 1e6,
                 "times_s": own,
+                "fastser_seen": seen_by.get(variant),
             })
     if busy:
         print(f"  ({busy} runs started before the lab was quiet)", flush=True)
