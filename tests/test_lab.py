@@ -113,3 +113,48 @@ def test_smoke_fastser_transfer_on_1gbit(tmp_path: pathlib.Path) -> None:
     assert 0.5e6 <= row["link_mb_s"] * 1e6 * row["median_s"] <= 8e6, output
     assert 0 < row["link_fraction"] <= 1.1, output
     assert "fastser compiled" in output or "fastser pure" in output
+
+
+PROBE = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], 9000), timeout=float(sys.argv[2])).close()
+    print("connected")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_black_out_drops_a_links_packets_silently(tmp_path: pathlib.Path) -> None:
+    """A blacked-out host's connections time out (packets dropped, nothing refused or
+    unreachable), its link keeps its carrier, and restore() carries packets again."""
+    lab = require_lab()
+    network = lab.Lab(lab.PROFILES["veth"], str(tmp_path))
+    try:
+        network.build(["server", "peer"])
+        server = network.hosts["server"].address
+        network.spawn("server", [sys.executable, "-c",
+                                 "import socket, time\n"
+                                 "s = socket.create_server(('0.0.0.0', 9000))\n"
+                                 "while True: s.accept()[0].close()"], {}, "server.log")
+
+        def probe(timeout: float) -> str:
+            return subprocess.run(
+                ["ip", "netns", "exec", network.hosts["peer"].namespace, sys.executable,
+                 "-c", PROBE, server, str(timeout)],
+                capture_output=True, text=True, timeout=30).stdout.strip()
+
+        # The server may take a moment to listen: refused until then.
+        for _ in range(50):
+            if probe(2.0) == "connected":
+                break
+        assert probe(2.0) == "connected"
+        network.black_out("peer")
+        assert probe(1.0) == "TimeoutError"
+        link = lab.run(["ip", "-n", network.hosts["peer"].namespace, "link", "show",
+                        lab.HOST_DEVICE]).stdout
+        assert "LOWER_UP" in link and "NO-CARRIER" not in link
+        network.restore("peer")
+        assert probe(2.0) == "connected"
+    finally:
+        network.close()

@@ -11,7 +11,8 @@ veth pair (`eth0`, an address of SUBNET, no other route: no default route, no NA
 forwarding), the switch the other end (`p-<role>`, a bridge port). A host's uplink is shaped
 on its eth0 (tbf for the rate, netem under it for the delay and loss), its downlink on its
 bridge port (tbf, the same rate): each direction of a host's link has the rate, as on a
-full-duplex NIC, and the one-way delay between two hosts is the profile's delay.
+full-duplex NIC, and the one-way delay between two hosts is the profile's delay. A host's
+link can be blacked out (every packet dropped, both ways) and restored at its bridge port.
 """
 
 import json
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Final, Optional, TextIO
 
 PREFIX: Final = "fsl-"
@@ -83,6 +85,21 @@ PROFILES: Final = {
 
 class LabError(Exception):
     """The lab cannot be built or run here (the message says why)."""
+
+
+class Interrupted(Exception):
+    """The run got SIGINT, SIGTERM or SIGHUP (raise_on_signals)."""
+
+
+def raise_on_signals() -> None:
+    """Turn SIGINT, SIGTERM and SIGHUP into Interrupted, so that the `finally` that closes
+    a Lab runs on each of them."""
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(number, on_signal)
+
+
+def on_signal(number: int, frame: Optional[FrameType]) -> None:
+    raise Interrupted(signal.Signals(number).name)
 
 
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -318,6 +335,34 @@ class Lab:
                 found.append(int(entry))
         return found
 
+    def black_out(self, role: str) -> None:
+        """Drop, silently and in both directions, every packet of `role`'s link, as 100 %
+        loss would: its bridge port is set to the "disabled" state, in which the bridge
+        takes no frame from the port and forwards none to it. Carrier, addresses, routes and
+        neighbour entries stay as they are on both ends, so the host's processes see nothing
+        but silence (setting a veth end down would drop the peer's carrier, which the host's
+        kernel reacts to). The bridge runs no STP, which would set the state back."""
+        self.set_port_state(role, "0")
+
+    def restore(self, role: str) -> None:
+        """Undo black_out: the port forwards again."""
+        self.set_port_state(role, "3")
+
+    def set_port_state(self, role: str, state: str) -> None:
+        if self.switch is None:
+            raise LabError("a link can be blacked out only on a profile with a bridge")
+        if shutil.which("bridge") is None:
+            raise LabError("blacking out a link needs `bridge` (iproute2), which is not on "
+                           "PATH")
+        port = f"p-{role}"[:15]
+        # `bridge link set` (`ip link set ... type bridge_slave state` accepts the state but
+        # leaves it as it was here); "disabled" is the one state the bridge keeps without STP.
+        run(["bridge", "-n", self.switch, "link", "set", "dev", port, "state", state])
+        shown = run(["bridge", "-n", self.switch, "link", "show", "dev", port]).stdout
+        wanted = "disabled" if state == "0" else "forwarding"
+        if f"state {wanted}" not in shown:
+            raise LabError(f"the bridge port {port} did not become {wanted}: {shown.strip()}")
+
     def link_bytes(self) -> dict[str, int]:
         """Bytes counted so far on each direction of each host's link (`<port> rx`: what
         the host sent; in one namespace, loopback's, counted once)."""
@@ -367,7 +412,10 @@ class Lab:
             for process in self.processes:
                 for stream in (process.stdin, process.stdout):
                     if stream is not None:
-                        stream.close()
+                        try:
+                            stream.close()
+                        except BrokenPipeError:
+                            pass  # a line written to a process that had exited
             for log in self.logs:
                 log.close()
         finally:
