@@ -34,12 +34,10 @@ made is removed when the run ends, fails or is interrupted.
 import argparse
 import json
 import os
-import selectors
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter
@@ -48,8 +46,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netlab import (PROFILES, Interrupted, Lab, LabError, check_can_build,  # noqa: E402
-                    has_netem, raise_on_signals)
+from netlab import (PROFILES, Interrupted, Lab, LabError, LogDir, Replies,  # noqa: E402
+                    check_can_build, choose, has_netem, raise_on_signals, tail)
 
 CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_client.py")
 REPLY: Final = "@fault "
@@ -80,41 +78,9 @@ class FaultClient:
     def __init__(self, lab: Lab, role: str, argv: list[str], env: dict[str, str],
                  log_name: str) -> None:
         self.process = lab.spawn(role, argv, env, log_name, pipes=True)
-        self.log = os.path.join(lab.log_dir, log_name)
-        stdout = self.process.stdout
-        if stdout is None:
-            raise LabError("the fault client has no stdout")
-        self.stdout = stdout
-        os.set_blocking(stdout.fileno(), False)
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(stdout, selectors.EVENT_READ)
-        self.buffer = b""
-        self.ended = False
-
-    def next(self, timeout: float) -> Optional[dict[str, Any]]:
-        """The client's next message, or None if it says nothing within `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                text = line.decode(errors="replace")
-                if text.startswith(REPLY):
-                    message: dict[str, Any] = json.loads(text[len(REPLY):])
-                    if "error" in message:
-                        raise LabError(f"the fault client failed (its log: {self.log}):\n"
-                                       f"{message['error']}")
-                    return message
-            if self.ended:
-                raise LabError(f"the fault client exited (its log: {self.log}):\n"
-                               f"{tail(self.log)}")
-            left = deadline - time.monotonic()
-            # Looked at even when the time is up: what the client has written is read.
-            if self.selector.select(max(0.0, min(left, 1.0))):
-                data = self.stdout.read(65536)
-                self.ended = not data
-                self.buffer += data or b""
-            elif left <= 0:
-                return None
+        self.replies = Replies(self.process, REPLY, os.path.join(lab.log_dir, log_name),
+                               f"the fault client on {role}")
+        self.next = self.replies.next
 
     def expect(self, kinds: set[str], timeout: float,
                tick: Optional[Callable[[], None]] = None) -> dict[str, Any]:
@@ -139,7 +105,7 @@ class FaultClient:
             stdin.write((line + "\n").encode())
             stdin.flush()
         except BrokenPipeError:
-            self.ended = True
+            pass  # it has ended: its last answers are still read
 
     def stop(self) -> None:
         """Tell the client to end; kill its process group if it has not within
@@ -163,14 +129,6 @@ def kill_group(process: "subprocess.Popen[bytes]") -> None:
         process.wait(STOP_TIMEOUT)
     except subprocess.TimeoutExpired:
         pass
-
-
-def tail(path: str, lines: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as file:
-            return "".join(file.readlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def rss_kb(pid: int) -> int:
@@ -468,16 +426,6 @@ def print_summary(lines: list[dict[str, Any]]) -> None:
               f"{line['missed']:6d} {median:>8s}  {notes}")
 
 
-def choose(text: str, known: tuple[str, ...], what: str) -> list[str]:
-    chosen = []
-    for name in text.split(","):
-        if name not in known:
-            raise SystemExit(f"unknown {what} {name!r}; known: {', '.join(known)}")
-        if name not in chosen:
-            chosen.append(name)
-    return chosen
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schemes", default=",".join(SCHEMES))
@@ -507,13 +455,12 @@ def main() -> int:
         return 2
     args.netem = has_netem()
     raise_on_signals()
-    log_dir = args.logs or tempfile.mkdtemp(prefix="fsl-logs-")
-    os.makedirs(log_dir, exist_ok=True)
+    logs = LogDir(args.logs)
     rows: list[dict[str, Any]] = []
     failed = False
     try:
         for scheme in schemes:
-            rows += run_scheme(scheme, args, log_dir)
+            rows += run_scheme(scheme, args, logs.path)
     except (LabError, Interrupted) as exc:
         failed = True
         print(f"lab: {exc}", file=sys.stderr)
@@ -525,12 +472,7 @@ def main() -> int:
     if args.json and rows:
         with open(args.json, "w") as file:
             json.dump(rows, file, indent=1)
-    if failed:
-        print(f"lab: the processes' logs are in {log_dir}", file=sys.stderr)
-    elif not args.logs:
-        for name in os.listdir(log_dir):
-            os.unlink(os.path.join(log_dir, name))
-        os.rmdir(log_dir)
+    logs.finish(failed)
     return 1 if failed else 0
 
 

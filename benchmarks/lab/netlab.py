@@ -18,10 +18,14 @@ link can be blacked out (every packet dropped, both ways) and restored at its br
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Final, Optional, TextIO
@@ -100,6 +104,93 @@ def raise_on_signals() -> None:
 
 def on_signal(number: int, frame: Optional[FrameType]) -> None:
     raise Interrupted(signal.Signals(number).name)
+
+
+def choose(text: str, known: tuple[str, ...], what: str,
+           aliases: Optional[Mapping[str, tuple[str, ...]]] = None) -> list[str]:
+    """The names of a comma-separated option, each once, in order (an alias stands for
+    its names); SystemExit, saying what is known, for any other."""
+    chosen: list[str] = []
+    for name in text.split(","):
+        for one in (aliases or {}).get(name, (name,)):
+            if one not in known:
+                raise SystemExit(f"unknown {what} {one!r}; known: {', '.join(known)}")
+            if one not in chosen:
+                chosen.append(one)
+    return chosen
+
+
+class LogDir:
+    """Where a run's processes log: DIR if the user named one (kept), else a fresh
+    directory that finish() removes unless the run failed (then it says where it is)."""
+
+    def __init__(self, requested: Optional[str]) -> None:
+        self.kept = requested is not None
+        self.path = requested or tempfile.mkdtemp(prefix="fsl-logs-")
+        os.makedirs(self.path, exist_ok=True)
+
+    def finish(self, failed: bool) -> None:
+        if failed:
+            print(f"lab: the processes' logs are in {self.path}", file=sys.stderr)
+        elif not self.kept:
+            for name in os.listdir(self.path):
+                os.unlink(os.path.join(self.path, name))
+            os.rmdir(self.path)
+
+
+class Replies:
+    """What a process of the lab answers on its stdout: a JSON object a line, after
+    `prefix` (other lines are passed over), read with every wait bounded. An answer with
+    "error" (the process failed) raises LabError, and so does the process's end."""
+
+    def __init__(self, process: "subprocess.Popen[bytes]", prefix: str, log: str,
+                 name: str) -> None:
+        stdout = process.stdout
+        if stdout is None:
+            raise LabError(f"{name} has no stdout")
+        self.stdout = stdout
+        self.prefix = prefix
+        self.log = log
+        self.name = name
+        os.set_blocking(stdout.fileno(), False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(stdout, selectors.EVENT_READ)
+        self.buffer = b""
+        self.ended = False
+
+    def next(self, timeout: float) -> Optional[dict[str, Any]]:
+        """The next answer, or None if there is none within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith(self.prefix):
+                    message: dict[str, Any] = json.loads(text[len(self.prefix):])
+                    if "error" in message:
+                        raise LabError(f"{self.name} failed (its log: {self.log}):\n"
+                                       f"{message['error']}")
+                    return message
+            if self.ended:
+                raise LabError(f"{self.name} exited (its log: {self.log}):\n"
+                               f"{tail(self.log)}")
+            left = deadline - time.monotonic()
+            # Looked at even when the time is up: what the process has written is read.
+            if self.selector.select(max(0.0, min(left, 1.0))):
+                data = self.stdout.read(65536)
+                self.ended = not data
+                self.buffer += data or b""
+            elif left <= 0:
+                return None
+
+
+def tail(path: str, lines: int = 30) -> str:
+    """The last `lines` lines of a log ("" if there is none)."""
+    try:
+        with open(path, errors="replace") as file:
+            return "".join(file.readlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
