@@ -65,7 +65,7 @@ def first_item(array: Any) -> float:
 def make_partition(seed: int, rows: int) -> Any:
     """One partition of the shuffled dataframe: what a table of events looks like."""
     import numpy
-    import pandas
+    import pandas  # type: ignore[import-untyped]
     rng = numpy.random.default_rng(seed)
     return pandas.DataFrame({
         "key": rng.integers(0, 1_000_000, rows, dtype=numpy.int64),
@@ -156,7 +156,8 @@ class Workloads:
         client = self.client
         rows = self.args.shuffle_rows // SHUFFLE_PARTITIONS
         seeds = [round_ * 1000 + i for i in range(SHUFFLE_PARTITIONS)]
-        frame = dd.from_map(make_partition, seeds, rows=rows)
+        from_map: Any = dd.from_map  # dask leaves it unannotated
+        frame = from_map(make_partition, seeds, rows=rows)
         # Made and held on the workers before timing: only the shuffle is timed.
         source = client.persist(frame)
         wait(source, timeout=CONNECT_TIMEOUT)
@@ -201,7 +202,8 @@ def main() -> None:
     args = parser.parse_args()
     security = None
     if args.tls_ca_file:
-        security = distributed.security.Security(
+        make_security: Any = distributed.security.Security  # unannotated
+        security = make_security(
             tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,
             tls_client_key=args.tls_key, require_encryption=True)
     client = Client(args.scheduler, timeout=CONNECT_TIMEOUT, security=security)

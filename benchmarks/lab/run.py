@@ -31,21 +31,16 @@ killed run left (`--force`: also that of runs still going).
 import argparse
 import json
 import os
-import selectors
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-from collections.abc import Mapping
-from types import FrameType
 from typing import Any, Final, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netlab import (PROFILES, Lab, LabError, check_can_build, clean_leftovers,  # noqa: E402
-                    has_netem)
+from netlab import (PROFILES, Interrupted, Lab, LabError, LogDir, Replies,  # noqa: E402
+                    check_can_build, choose, clean_leftovers, has_netem, raise_on_signals)
 
 CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client.py")
 REPLY: Final = "@lab "
@@ -81,14 +76,6 @@ QUIET_TIMEOUT: Final = 10.0
 TICKS: Final = os.sysconf("SC_CLK_TCK")
 
 
-class Interrupted(Exception):
-    pass
-
-
-def on_signal(number: int, frame: Optional[FrameType]) -> None:
-    raise Interrupted(signal.Signals(number).name)
-
-
 class ClientProcess:
     """client.py in the client host, driven one JSON line at a time, every wait bounded."""
 
@@ -96,39 +83,20 @@ class ClientProcess:
         self.variant = variant
         self.lab = lab
         self.process = lab.spawn("client", argv, env, f"client-{variant}.log", pipes=True)
-        self.selector = selectors.DefaultSelector()
-        stdout = self.process.stdout
-        if stdout is None:
-            raise LabError("the client has no stdout")
-        self.stdout = stdout
-        os.set_blocking(stdout.fileno(), False)
-        self.selector.register(stdout, selectors.EVENT_READ)
-        self.buffer = b""
-        self.log = os.path.join(lab.log_dir, f"client-{variant}.log")
+        log = os.path.join(lab.log_dir, f"client-{variant}.log")
+        self.replies = Replies(self.process, REPLY, log, f"the {variant} client")
 
     def receive(self, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                text = line.decode(errors="replace")
-                if text.startswith(REPLY):
-                    message: dict[str, Any] = json.loads(text[len(REPLY):])
-                    if "error" in message:
-                        raise LabError(f"the {self.variant} client failed:\n"
-                                       f"{message['error']}")
-                    return message
             left = deadline - time.monotonic()
+            answer = self.replies.next(max(0.0, min(left, 1.0)))
+            if answer is not None:
+                return answer
             if left <= 0:
                 raise LabError(f"the {self.variant} client did not answer in {timeout:g} s "
-                               f"(its log: {self.log})")
+                               f"(its log: {self.replies.log})")
             self.lab.check_running()
-            if self.selector.select(min(left, 1.0)):
-                data = self.stdout.read(65536)
-                if not data:
-                    raise LabError(f"the {self.variant} client exited "
-                                   f"(its log: {self.log}):\n{tail(self.log)}")
-                self.buffer += data
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         stdin = self.process.stdin
@@ -137,14 +105,6 @@ class ClientProcess:
         stdin.write((json.dumps(request) + "\n").encode())
         stdin.flush()
         return self.receive(timeout)
-
-
-def tail(path: str, lines: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as file:
-            return "".join(file.readlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -344,19 +304,6 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
               f"{fraction:>6s}")
 
 
-def choose(text: str, known: tuple[str, ...], what: str,
-           aliases: Optional[Mapping[str, tuple[str, ...]]] = None) -> list[str]:
-    chosen: list[str] = []
-    for name in text.split(","):
-        names = (aliases or {}).get(name, (name,))
-        for one in names:
-            if one not in known:
-                raise SystemExit(f"unknown {what} {one!r}; known: {', '.join(known)}")
-            if one not in chosen:
-                chosen.append(one)
-    return chosen
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", "--profile", default="1gbit",
@@ -411,15 +358,13 @@ def main() -> int:
               "this kernel lacks; --without-netem runs them with their rate alone",
               file=sys.stderr)
         return 2
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(number, on_signal)
-    log_dir = args.logs or tempfile.mkdtemp(prefix="fsl-logs-")
-    os.makedirs(log_dir, exist_ok=True)
+    raise_on_signals()
+    logs = LogDir(args.logs)
     rows: list[dict[str, Any]] = []
     failed = False
     try:
         for profile in profiles:
-            rows += run_profile(profile, args, variants, workloads, log_dir)
+            rows += run_profile(profile, args, variants, workloads, logs.path)
     except (LabError, Interrupted) as exc:
         failed = True
         print(f"lab: {exc}", file=sys.stderr)
@@ -431,12 +376,7 @@ def main() -> int:
     if args.json and rows:
         with open(args.json, "w") as file:
             json.dump(rows, file, indent=1)
-    if failed:
-        print(f"lab: the processes' logs are in {log_dir}", file=sys.stderr)
-    elif not args.logs:
-        for name in os.listdir(log_dir):
-            os.unlink(os.path.join(log_dir, name))
-        os.rmdir(log_dir)
+    logs.finish(failed)
     return 1 if failed else 0
 
 
