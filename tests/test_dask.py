@@ -307,6 +307,17 @@ def test_a_bad_compression_setting_is_named() -> None:
             make_encoder(None, "message", ALL_READ, 2**26)
 
 
+def test_adaptive_compression_never_for_a_peer_on_the_same_host() -> None:
+    pytest.importorskip("lz4")
+    slow = LinkRate()
+    slow.sent(10**6, 1.0)
+    assert compressed_with(make_encoder(None, "message", ALL_READ, 2**26, slow,
+                                        same_host=True)) is None
+    with dask.config.set({COMPRESSION_KEY: "lz4"}):  # asked for by name: as asked
+        assert compressed_with(make_encoder(None, "message", ALL_READ, 2**26, slow,
+                                            same_host=True)) == "lz4"
+
+
 def test_adaptive_compression_follows_the_peer_hosts_link() -> None:
     pytest.importorskip("lz4")
     link = LinkRate()

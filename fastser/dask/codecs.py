@@ -66,13 +66,14 @@ def peer_reads(remote_info: Mapping[str, Any]) -> list[str]:
 
 def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
                  context: Mapping[str, Any], frame_split_size: int,
-                 link: Optional[LinkRate] = None) -> Encoder:
+                 link: Optional[LinkRate] = None, same_host: bool = False) -> Encoder:
     """The Encoder for Comm.write(msg, serializers, on_error) once the handshake agreed on
     `context`, whose PEER_READS_KEY says what the peer can inflate: never anything else.
     Compression as COMPRESSION_KEY says; "adaptive" compresses a frame where that makes it
-    arrive sooner on `link` (the peer host's), with lz4 or zstd. Where COMPRESSION_KEY is
-    not set and distributed.comm.compression agreed on a compressor, that one is used, as
-    tcp:// would."""
+    arrive sooner on `link` (the peer host's), with lz4 or zstd, and never for a peer on
+    the `same_host`: its inflating would take the very cores the sender compresses on, as
+    distributed reasons for its own compression. Where COMPRESSION_KEY is not set and
+    distributed.comm.compression agreed on a compressor, that one is used, as tcp:// would."""
     reads: Sequence[str] = context.get(PEER_READS_KEY) or ()
     readable = set(reads) & set(available_compressions())
     setting = compression_setting()
@@ -80,6 +81,8 @@ def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
     if dask.config.get(COMPRESSION_KEY, default=None) is None and agreed in COMPRESSIONS:
         setting = agreed
     compression: Optional[str] = None
+    if setting == "adaptive" and same_host:
+        setting = None
     if setting == "adaptive":
         choices = [name for name in AUTO_ORDER if name in readable]
         compression = "adaptive" if len(choices) == len(AUTO_ORDER) else \

@@ -127,6 +127,7 @@ class FastserComm:
     remote_info: dict[str, Any]
     max_shard_size: int
     peer_address: str
+    same_host: bool  # distributed's rule: the peer's address is this comm's own
     _closed: bool
     abort: Callable[[], None]
 
@@ -149,7 +150,8 @@ class FastserComm:
         if encoder is None:
             context = {"sender": self.local_info, "recipient": self.remote_info, **options}
             encoder = self.encoders[key] = make_encoder(serializers, on_error, context,
-                                                        self.max_shard_size, self.link())
+                                                        self.max_shard_size, self.link(),
+                                                        self.same_host)
         return encoder
 
     def link(self) -> Optional[LinkRate]:

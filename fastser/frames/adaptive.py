@@ -19,8 +19,12 @@ from fastser.arguments import check_int
 # What a choice must gain: compressed, a frame must take under 1 / MARGIN of its plain time.
 # It keeps a frame whose gain is within the timing noise of a sample from being compressed.
 MARGIN: Final = 1.1
-# The weight of a new measurement in a LinkRate: half the estimate is the last 2 sends'.
-RATE_WEIGHT: Final = 0.3
+# The weight of a new measurement in a LinkRate: a faster one counts for much, a slower one
+# for little. A peer that stalls now and then (its CPU busy, a garbage collection) reads
+# slower than its link carries, and compressing for it would only add to its load; a link
+# that stays slow brings the estimate down to it within a few dozen sends (0.9 ** 30 = 0.04).
+RATE_UP: Final = 0.5
+RATE_DOWN: Final = 0.1
 # The weight of a sample's cost in a compressor's running cost.
 COST_WEIGHT: Final = 0.1
 # Seconds per byte to compress and to inflate, before this process has timed any: what lz4
@@ -54,7 +58,8 @@ class LinkRate:
         if self.samples == 0:
             self.bytes_per_second = rate
         else:
-            self.bytes_per_second += RATE_WEIGHT * (rate - self.bytes_per_second)
+            weight = RATE_UP if rate > self.bytes_per_second else RATE_DOWN
+            self.bytes_per_second += weight * (rate - self.bytes_per_second)
         self.samples += 1
 
     def __repr__(self) -> str:
