@@ -25,14 +25,23 @@ def no_compressors(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_auto_without_lz4_or_zstd_warns_once_naming_the_extras(no_compressors: None) -> None:
-    with pytest.warns(RuntimeWarning, match=r"neither lz4 nor zstandard.*fastser\[lz4\]"):
+    with pytest.warns(RuntimeWarning, match=r"neither lz4 nor zstandard.*fastser\[lz4\]") as seen:
         encoder = fastser.Encoder(compression="auto")
     assert encoder.compression is None
+    # It points at the line that asked for "auto", in both builds.
+    assert [warning.filename for warning in seen] == [__file__]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fastser.Encoder(compression="auto")  # once per process: silent now
         frames = fastser.dumps(PAYLOAD, compression="auto")
     assert fastser.loads(frames) == PAYLOAD
+
+
+def test_the_auto_warning_points_at_the_callers_line(no_compressors: None) -> None:
+    # Through the facade (api.py, whose frames the compiled build keeps too).
+    with pytest.warns(RuntimeWarning, match="neither lz4 nor zstandard") as seen:
+        fastser.dumps(PAYLOAD, compression="auto")
+    assert [warning.filename for warning in seen] == [__file__]
 
 
 def test_auto_with_a_compressor_installed_is_silent() -> None:

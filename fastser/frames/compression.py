@@ -11,11 +11,13 @@ which announces nothing, is fed in bounded slices and inflated in bounded steps.
 """
 
 import importlib
+import sys
 import threading
 import time
 import warnings
 import zlib
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, Final, Optional
 
 from fastser.arguments import check_str
@@ -86,7 +88,27 @@ def warn_auto_compresses_nothing() -> None:
     _auto_warned.append(True)
     warnings.warn("compression='auto' found neither lz4 nor zstandard: nothing will be "
                   "compressed. Install one: pip install 'fastser[lz4]' (or 'fastser[zstd]')",
-                  RuntimeWarning, stacklevel=1)  # compiled callers leave no frames to count
+                  RuntimeWarning, stacklevel=outside_stacklevel())
+
+
+def outside_stacklevel() -> int:
+    """The stacklevel, for a warnings.warn called here, of the first frame outside fastser:
+    the user's line, in both builds (compiled functions have no frames, pure ones do)."""
+    frame: Optional[FrameType] = sys._getframe(0)
+    if frame is not None and frame.f_code.co_name == "outside_stacklevel" and \
+            frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back  # pure: this function's own frame; level 1 is its caller's
+    level = 1
+    while frame is not None and frame.f_back is not None and in_fastser(frame):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def in_fastser(frame: FrameType) -> bool:
+    # By module name: a compiled module's __file__ is not where it lies.
+    name = frame.f_globals.get("__name__")
+    return type(name) is str and (name == "fastser" or name.startswith("fastser."))
 
 
 def check_compression(name: Optional[str]) -> Optional[str]:
