@@ -49,18 +49,21 @@ def test_link_rate_averages_what_was_sent() -> None:
     assert "unmeasured" in repr(link)
     link.sent(1_000_000, 0.01)
     assert link.bytes_per_second == pytest.approx(1e8)
-    link.sent(1_000_000, 0.1)  # slower now: the estimate moves a little towards it
-    assert link.bytes_per_second == pytest.approx(1e8 + adaptive.RATE_DOWN * (1e7 - 1e8))
-    for _ in range(30):  # a link that stays slow brings it down
-        link.sent(1_000_000, 0.1)
-    assert link.bytes_per_second < 1.5e7
-    link.sent(1_000_000, 0.001)  # faster: it moves most of the way at once
-    assert link.bytes_per_second > 0.5e9
+    full = adaptive.FULL_WEIGHT_BYTES
+    link.sent(full, full / 1e7)  # a large send, slower: half way towards it
+    assert link.bytes_per_second == pytest.approx(1e8 + adaptive.RATE_WEIGHT * (1e7 - 1e8))
+    for _ in range(10):  # a link that stays slow brings it down
+        link.sent(full, full / 1e7)
+    assert link.bytes_per_second < 1.01e7
+    before = link.bytes_per_second
+    link.sent(full // 8, full / 8 / 1e9)  # a short burst at 1 GB/s moves it a sixteenth
+    assert link.bytes_per_second == pytest.approx(
+        before + adaptive.RATE_WEIGHT / 8 * (1e9 - before))
     before = link.bytes_per_second
     link.sent(0, 1.0)
     link.sent(1000, 0.0)
     link.sent(1000, float("nan"))
-    assert link.bytes_per_second == before and link.samples == 33
+    assert link.bytes_per_second == before and link.samples == 13
     assert "MB/s" in repr(link)
 
 

@@ -19,12 +19,13 @@ from fastser.arguments import check_int
 # What a choice must gain: compressed, a frame must take under 1 / MARGIN of its plain time.
 # It keeps a frame whose gain is within the timing noise of a sample from being compressed.
 MARGIN: Final = 1.1
-# The weight of a new measurement in a LinkRate: a faster one counts for much, a slower one
-# for little. A peer that stalls now and then (its CPU busy, a garbage collection) reads
-# slower than its link carries, and compressing for it would only add to its load; a link
-# that stays slow brings the estimate down to it within a few dozen sends (0.9 ** 30 = 0.04).
-RATE_UP: Final = 0.5
-RATE_DOWN: Final = 0.1
+# The weight of a send in a LinkRate, by its size: a send of FULL_WEIGHT_BYTES or more moves
+# the estimate RATE_WEIGHT of the way to its own rate, a smaller one in proportion. A short
+# send measures the burst that queues along the path take at the sender's line rate (on the
+# lab's 1 Gbit link, with a tbf bucket of 500 kB, sends of a few MiB read up to 2x its
+# rate), not the rate a large frame crosses at, which is what compression is decided for.
+RATE_WEIGHT: Final = 0.5
+FULL_WEIGHT_BYTES: Final = 8 << 20
 # The weight of a sample's cost in a compressor's running cost.
 COST_WEIGHT: Final = 0.1
 # Seconds per byte to compress and to inflate, before this process has timed any: what lz4
@@ -50,7 +51,8 @@ class LinkRate:
 
     def sent(self, nbytes: int, seconds: float) -> None:
         """Count `nbytes` taken by the peer in `seconds` of busy sending (the time the
-        transport held bytes it could not yet hand over, not the time it waited for work)."""
+        transport held bytes it could not yet hand over, not the time it waited for work).
+        The larger the send, the more it counts (FULL_WEIGHT_BYTES)."""
         check_int(nbytes, "nbytes")
         if nbytes <= 0 or not seconds > 0.0:  # also refuses NaN
             return
@@ -58,7 +60,7 @@ class LinkRate:
         if self.samples == 0:
             self.bytes_per_second = rate
         else:
-            weight = RATE_UP if rate > self.bytes_per_second else RATE_DOWN
+            weight = RATE_WEIGHT * min(1.0, nbytes / FULL_WEIGHT_BYTES)
             self.bytes_per_second += weight * (rate - self.bytes_per_second)
         self.samples += 1
 

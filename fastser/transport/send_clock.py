@@ -22,8 +22,9 @@ if sys.platform != "win32":
 
 # Sends smaller than this are not timed: the kernel's buffer takes them whole, at once.
 TIMED_BYTES: Final = 1 << 18
-# A stretch in which fewer bytes left says nothing of the link (the kernel took them).
-COUNTED_BYTES: Final = 1 << 16
+# A stretch in which fewer bytes left says little of the link (the kernel's and the path's
+# queues took them at once); the LinkRate weighs larger ones more (frames.adaptive).
+COUNTED_BYTES: Final = 1 << 20
 # Peer hosts remembered; the oldest is forgotten past this (a host's link is measured again
 # within a few large sends).
 MAX_HOSTS: Final = 4096
