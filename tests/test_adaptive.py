@@ -87,9 +87,15 @@ def test_a_sample_counts_in_the_running_cost_within_bounds() -> None:
     start = adaptive.costs["lz4"]
     adaptive.counted_cost("lz4", 0.99, 1.0)  # incompressible: says little, not counted
     assert adaptive.costs["lz4"] == start
-    adaptive.counted_cost("lz4", 0.3, 1.0)  # a sample interrupted: at most 4x counted
+    adaptive.counted_cost("lz4", 0.3, 1.0)  # a sample interrupted: at most 4x, and little
     assert adaptive.costs["lz4"] == pytest.approx(
-        start + adaptive.COST_WEIGHT * (adaptive.OUTLIER * start - start))
+        start + adaptive.COST_UP * (adaptive.OUTLIER * start - start))
+    for _ in range(20):  # dear samples, again and again: the cost climbs
+        adaptive.counted_cost("lz4", 0.3, 10 * start)
+    assert adaptive.costs["lz4"] > 2 * start
+    dear = adaptive.costs["lz4"]
+    adaptive.counted_cost("lz4", 0.3, start)  # one undisturbed sample brings it half way back
+    assert adaptive.costs["lz4"] == pytest.approx(dear + adaptive.COST_DOWN * (start - dear))
 
 
 @pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")

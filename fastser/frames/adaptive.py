@@ -26,8 +26,14 @@ MARGIN: Final = 1.1
 # rate), not the rate a large frame crosses at, which is what compression is decided for.
 RATE_WEIGHT: Final = 0.5
 FULL_WEIGHT_BYTES: Final = 8 << 20
-# The weight of a sample's cost in a compressor's running cost.
-COST_WEIGHT: Final = 0.1
+# The weight of a sample's cost in a compressor's running cost: a cheaper sample counts for
+# much, a dearer one for little. A sample takes tens of microseconds, so one preemption or
+# wait makes it several times dearer, and only ever dearer; a whole frame, compressed in
+# milliseconds, pays the average contention, not that luck. The running cost follows the
+# cheap end of the samples (in the lab's workers the even average read 7-14 ns a byte for
+# lz4 and zstd, whose whole frames took 3-5 and made a 1 Gbit transfer 1.7x faster).
+COST_DOWN: Final = 0.5
+COST_UP: Final = 0.05
 # Seconds per byte to compress and to inflate, before this process has timed any: what lz4
 # and zstd (level 3) took on arrays of small int64 values on a 2-core x86_64 machine of
 # 2026 (lz4 1.22 + 0.44 ns, zstd 2.12 + 0.83 ns, zlib 23.3 + 1.5 ns). Only a start: every
@@ -76,10 +82,11 @@ costs: Final = dict(START_COSTS)
 
 def counted_cost(name: str, ratio: float, seconds_per_byte: float) -> None:
     """Let a sample's cost (compressing and inflating it) count in `name`'s running cost,
-    at most OUTLIER times that cost (a sample interrupted by a thread switch)."""
+    at most OUTLIER times that cost (COST_DOWN, COST_UP)."""
     if ratio <= COUNTED_RATIO and seconds_per_byte > 0.0:
         cost = costs[name]
-        costs[name] = cost + COST_WEIGHT * (min(seconds_per_byte, OUTLIER * cost) - cost)
+        weight = COST_DOWN if seconds_per_byte < cost else COST_UP
+        costs[name] = cost + weight * (min(seconds_per_byte, OUTLIER * cost) - cost)
 
 
 def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
