@@ -197,8 +197,9 @@ def timed_ratio(name: str, probe: bytes) -> tuple[float, float]:
     """(compressed size / size, seconds per byte to compress and inflate) of `probe`: its
     ratio, and `name`'s running cost once this sample's counts in it (one sample's time is
     too noisy to decide by alone). The sample is compressed and inflated twice and timed
-    the second time: a first, cold run (the compressor's code and tables out of the caches, as they are
-    between messages) took 5-6x as long a byte as a warm one, and as a whole frame does."""
+    the second time: a first, cold run (the compressor's code and tables out of the
+    caches, as they are between messages) took 5-6x as long a byte as a warm one, and as
+    a whole frame does."""
     compressed = compress(name, probe)
     decompress(name, compressed, len(probe), writeable=False)
     start = time.perf_counter()
