@@ -38,7 +38,7 @@ from fastser.codec.wire import WIRE_VERSION
 from fastser.transport.receive_buffer import MMAP_BYTES, READ_BYTES, populate, receive_buffer
 from fastser.dask import FastserBackend, FastserTLSBackend  # noqa: E402
 from fastser.dask.codecs import (COMPRESSION_KEY, PEER_READS_KEY, READS_KEY,  # noqa: E402
-                                 make_encoder)
+                                 make_encoder, peer_reads)
 from fastser.dask.comm import MAGIC, WIRE_KEY, FastserComm  # noqa: E402
 from streams import owner_of  # noqa: E402
 
@@ -290,7 +290,9 @@ def test_compression_agreed_in_the_handshake(agreed: Any, used: Any) -> None:
 @pytest.mark.parametrize("reads, setting, used", [
     ([], "adaptive", None), (["zstd"], "adaptive", "zstd"), (["lz4"], "zstd", None),
     (["lz4", "zstd"], "zstd", "zstd"), (["lz4", "zstd"], "none", None),
-    (["lz4", "zstd"], False, None), (["zlib"], "zlib", "zlib"), ("lz4", "adaptive", None)])
+    (["lz4", "zstd"], False, None), (["zlib"], "zlib", "zlib"), ("lz4", "adaptive", None),
+    ([["zstd"], {"zstd": 1}, 7, None], "adaptive", None),
+    ([f"junk{i}" for i in range(100_000)] + ["zstd"], "adaptive", "zstd")])
 def test_a_peer_is_sent_only_what_it_reads(reads: Any, setting: Any, used: Any) -> None:
     pytest.importorskip("lz4")
     pytest.importorskip("zstandard")
@@ -299,6 +301,12 @@ def test_a_peer_is_sent_only_what_it_reads(reads: Any, setting: Any, used: Any) 
         {**HANDSHAKE, READS_KEY: ["lz4"]}, {**HANDSHAKE, **remote})[PEER_READS_KEY]}
     with dask.config.set({COMPRESSION_KEY: setting}):
         assert compressed_with(make_encoder(None, "message", context, 2**26)) == used
+
+
+def test_a_peers_list_of_reads_keeps_only_known_names() -> None:
+    reads = peer_reads({READS_KEY: ["zstd", "snappy", "lz4", "zstd", 5] * 10_000})
+    assert reads == ["lz4", "zstd"]
+    assert peer_reads({READS_KEY: "lz4"}) == [] and peer_reads({}) == []
 
 
 def test_a_bad_compression_setting_is_named() -> None:

@@ -56,12 +56,14 @@ def compression_setting() -> Any:
 
 
 def peer_reads(remote_info: Mapping[str, Any]) -> list[str]:
-    """The compressions a peer's handshake says it reads (none, from a peer that does not
-    say: it is sent nothing compressed)."""
+    """The compressions a peer's handshake says it reads, of those fastser knows (none, from
+    a peer that does not say: it is sent nothing compressed). A peer's list costs one pass
+    over it, and what is kept holds at most the known names."""
     reads = remote_info.get(READS_KEY)
     if not isinstance(reads, (list, tuple)):
         return []
-    return [name for name in reads if type(name) is str]
+    said = {item for item in reads if type(item) is str}
+    return [name for name in COMPRESSIONS if name in said]
 
 
 def make_encoder(serializers: Optional[Sequence[str]], on_error: str,
