@@ -98,9 +98,10 @@ def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes,
     as views: never copied). Like distributed's tcp:// comm, does not wait for the send;
     `clock` times it if it is large (until tornado has handed its last byte to the kernel)."""
     buffers = coalesce(prefix + pack_frames_prelude(frames), frames)
-    written = sum(buffer.nbytes for buffer in buffers)
-    timed = clock is not None and written >= TIMED_BYTES
-    if timed and clock is not None:
+    written = sum([buffer.nbytes for buffer in buffers])
+    if written < TIMED_BYTES:
+        clock = None
+    if clock is not None:
         # Before the first write: tornado hands the kernel what it can at once, and the
         # clock must not count those bytes both as queued and as already in the kernel.
         clock.queued(written)
@@ -109,8 +110,9 @@ def write_frames(stream: IOStream, frames: list[Frame], prefix: bytes,
         size = buffer.nbytes
         for start in range(0, size, MAX_IO_BYTES):  # OpenSSL and C ints: < 2 GiB a call
             last = stream.write(buffer[start:start + MAX_IO_BYTES])
-    if timed and clock is not None:
-        last.add_done_callback(lambda future: clock.flushed(
+    if clock is not None:
+        timed = clock
+        last.add_done_callback(lambda future: timed.flushed(
             not future.cancelled() and future.exception() is None))
     return written
 
