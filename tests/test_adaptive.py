@@ -21,12 +21,17 @@ BOTH = all(name in available_compressions() for name in ("lz4", "zstd"))
 @pytest.fixture(autouse=True)
 def fixed_costs() -> Iterator[None]:
     """Each test starts from the starting costs, and leaves them so."""
-    saved = dict(adaptive.costs)
-    adaptive.costs.update(adaptive.START_COSTS)
+    starts = ((adaptive.costs, adaptive.START_COSTS),
+              (adaptive.compress_costs, adaptive.START_COMPRESS_COSTS),
+              (adaptive.frame_scales, dict.fromkeys(adaptive.START_COSTS, 1.0)))
+    saved = [dict(running) for running, _ in starts]
+    for running, start in starts:
+        running.update(start)
     try:
         yield
     finally:
-        adaptive.costs.update(saved)
+        for (running, _), kept in zip(starts, saved):
+            running.update(kept)
 
 
 def link_of(bytes_per_second: float) -> LinkRate:
@@ -85,17 +90,49 @@ def test_the_model_compresses_on_slow_links_only() -> None:
 
 def test_a_sample_counts_in_the_running_cost_within_bounds() -> None:
     start = adaptive.costs["lz4"]
-    adaptive.counted_cost("lz4", 0.99, 1.0)  # incompressible: says little, not counted
+    adaptive.counted_cost("lz4", 0.99, 1.0, 0.0)  # incompressible: says little, not counted
     assert adaptive.costs["lz4"] == start
-    adaptive.counted_cost("lz4", 0.3, 1.0)  # a sample interrupted: at most 4x, and little
+    adaptive.counted_cost("lz4", 0.3, 0.5, 0.5)  # a sample interrupted: at most 4x, and little
     assert adaptive.costs["lz4"] == pytest.approx(
         start + adaptive.COST_UP * (adaptive.OUTLIER * start - start))
     for _ in range(20):  # dear samples, again and again: the cost climbs
-        adaptive.counted_cost("lz4", 0.3, 10 * start)
+        adaptive.counted_cost("lz4", 0.3, 5 * start, 5 * start)
     assert adaptive.costs["lz4"] > 2 * start
     dear = adaptive.costs["lz4"]
-    adaptive.counted_cost("lz4", 0.3, start)  # one undisturbed sample brings it half way back
+    adaptive.counted_cost("lz4", 0.3, start / 2, start / 2)  # one undisturbed sample: half way
     assert adaptive.costs["lz4"] == pytest.approx(dear + adaptive.COST_DOWN * (start - dear))
+    assert adaptive.cost_of("lz4") == adaptive.costs["lz4"]  # no whole frame timed yet
+
+
+def test_whole_frames_scale_the_cost_by_what_they_took() -> None:
+    link = link_of(117e6)  # 1 Gbit: a byte on the wire costs 8.5 ns
+    assert adaptive.pays(0.35, adaptive.cost_of("lz4"), link)
+    sample = adaptive.compress_costs["lz4"]
+    full = adaptive.FULL_WEIGHT_BYTES
+    # A busy machine: whole frames took 5x their sample price (the compressing thread
+    # waited for a core); two of them and lz4 no longer pays on this link.
+    for _ in range(2):
+        adaptive.counted_frame("lz4", full, 0.35, full * 5 * sample)
+    assert adaptive.frame_scales["lz4"] == pytest.approx(4.0)
+    assert adaptive.cost_of("lz4") == pytest.approx(4.0 * adaptive.costs["lz4"])
+    assert not adaptive.pays(0.35, adaptive.cost_of("lz4"), link)
+    assert adaptive.frame_scales["zstd"] == 1.0  # each compressor its own
+    # A small frame counts in proportion; incompressible or untimed ones not at all.
+    adaptive.counted_frame("lz4", full // 4, 0.35, full // 4 * sample)
+    assert adaptive.frame_scales["lz4"] == pytest.approx(4.0 + 0.125 * (1.0 - 4.0))
+    scale = adaptive.frame_scales["lz4"]
+    adaptive.counted_frame("lz4", full, 0.95, full * sample)
+    adaptive.counted_frame("lz4", full, 0.35, 0.0)
+    adaptive.counted_frame("lz4", 0, 0.35, 1.0)
+    assert adaptive.frame_scales["lz4"] == scale
+    # One preempted frame moves it at most to MAX_SCALE, half way.
+    adaptive.counted_frame("lz4", full, 0.35, 1e6)
+    assert adaptive.frame_scales["lz4"] == pytest.approx(
+        scale + adaptive.SCALE_WEIGHT * (adaptive.MAX_SCALE - scale))
+    # The idle machine again: the scale comes back.
+    for _ in range(20):
+        adaptive.counted_frame("lz4", full, 0.35, full * sample)
+    assert adaptive.frame_scales["lz4"] == pytest.approx(1.0, rel=1e-3)
 
 
 @pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")
@@ -126,6 +163,19 @@ def test_a_slow_link_takes_the_compressor_that_delivers_soonest() -> None:
     frames = Encoder(compression="adaptive", link=link_of(1e7)).dumps(
         {"x": Serialize(RANDOM)})
     assert compressions(frames) == [None]
+
+
+@pytest.mark.skipif(not available_compressions(), reason="needs a compressor")
+def test_a_busy_machine_compresses_less() -> None:
+    encoder = Encoder(compression="adaptive", link=link_of(117e6))
+    (chosen,) = compressions(encoder.dumps({"x": Serialize(SMALL_INTS)}))
+    assert chosen is not None
+    assert adaptive.frame_scales[chosen] != 1.0  # the whole frame was timed
+    # Whole frames that took MAX_SCALE times their samples: nothing pays on 1 Gbit.
+    adaptive.frame_scales.update(dict.fromkeys(adaptive.frame_scales, adaptive.MAX_SCALE))
+    frames = encoder.dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == [None]
+    assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
 
 
 @pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")

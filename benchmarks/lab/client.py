@@ -88,8 +88,10 @@ def fastser_seen() -> dict[str, Any]:
     from fastser.transport import send_clock
     return {"links_mb_s": {host: round(link.bytes_per_second / 1e6, 1)
                            for host, link in send_clock._links.items() if link.samples},
-            "cost_ns": {name: round(cost * 1e9, 2) for name, cost in adaptive.costs.items()
-                        if name != "zlib"}}
+            "cost_ns": {name: round(adaptive.cost_of(name) * 1e9, 2) for name in adaptive.costs
+                        if name != "zlib"},
+            "frame_scale": {name: round(scale, 2) for name, scale in adaptive.frame_scales.items()
+                            if name != "zlib"}}
 
 
 def reply(message: dict[str, Any]) -> None:

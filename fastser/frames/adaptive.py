@@ -1,8 +1,8 @@
 """Compression chosen for the link at hand: whether compressing a frame makes it arrive
 sooner, and with which compressor, from the rate the peer takes bytes at (a LinkRate that a
 transport feeds as it sends) and what compressing and inflating cost on this machine
-(timed on the sample that frames.compression takes of each frame anyway). Sits on
-arguments.
+(timed on the sample that frames.compression takes of each frame anyway, and scaled by
+what whole frames took as they were compressed). Sits on arguments.
 
 Model: a message is compressed whole, sent, then inflated whole (nothing overlaps). A frame
 of S bytes sent as it is takes S / L at a link rate of L bytes a second; compressed to
@@ -39,10 +39,22 @@ COST_UP: Final = 0.05
 # 2026 (lz4 1.22 + 0.44 ns, zstd 2.12 + 0.83 ns, zlib 23.3 + 1.5 ns). Only a start: every
 # sample taken replaces part of it.
 START_COSTS: Final = {"lz4": 1.7e-9, "zstd": 3.0e-9, "zlib": 25e-9}
+# Of START_COSTS, what compressing alone takes (the rest is inflating).
+START_COMPRESS_COSTS: Final = {"lz4": 1.2e-9, "zstd": 2.1e-9, "zlib": 23e-9}
 # A sample that shrank less than this says little of what compressing costs (lz4 skips
 # incompressible input ten times faster than it compresses): it is not counted.
 COUNTED_RATIO: Final = 0.9
 OUTLIER: Final = 4.0
+# Whole frames against the samples. A warm sample, followed at its cheap end, prices a
+# compressor on an idle core; a whole frame, timed by the wall clock as it is compressed
+# for real, pays what a sample cannot see: the cores' other work on a busy machine (the
+# compressing thread waits for one) and memory beyond the caches. Each compressor's cost is
+# its samples' times the scale its whole frames showed (what they took against its sample
+# price), so that a machine busy with other work compresses less. A frame weighs by its
+# size, as sends do in LinkRate; the scale stays within MIN_SCALE..MAX_SCALE.
+SCALE_WEIGHT: Final = 0.5
+MIN_SCALE: Final = 0.5
+MAX_SCALE: Final = 16.0
 
 
 class LinkRate:
@@ -76,17 +88,43 @@ class LinkRate:
         return f"LinkRate({self.bytes_per_second / 1e6:.1f} MB/s, {self.samples} sends)"
 
 
-# Each compressor's running cost (c + d), in seconds per byte, in this process.
+# Each compressor's running cost by its samples (c + d, and c alone), in seconds per byte,
+# and the scale its whole frames put on it, in this process.
 costs: Final = dict(START_COSTS)
+compress_costs: Final = dict(START_COMPRESS_COSTS)
+frame_scales: Final = {name: 1.0 for name in START_COSTS}
 
 
-def counted_cost(name: str, ratio: float, seconds_per_byte: float) -> None:
-    """Let a sample's cost (compressing and inflating it) count in `name`'s running cost,
-    at most OUTLIER times that cost (COST_DOWN, COST_UP)."""
-    if ratio <= COUNTED_RATIO and seconds_per_byte > 0.0:
-        cost = costs[name]
-        weight = COST_DOWN if seconds_per_byte < cost else COST_UP
-        costs[name] = cost + weight * (min(seconds_per_byte, OUTLIER * cost) - cost)
+def followed(cost: float, sample: float) -> float:
+    """A running cost moved towards a sample's, at most OUTLIER times it (COST_DOWN,
+    COST_UP)."""
+    weight = COST_DOWN if sample < cost else COST_UP
+    return cost + weight * (min(sample, OUTLIER * cost) - cost)
+
+
+def counted_cost(name: str, ratio: float, compressing: float, inflating: float) -> None:
+    """Let a sample's cost, in seconds per byte to compress and to inflate it, count in
+    `name`'s running costs."""
+    if ratio <= COUNTED_RATIO and compressing > 0.0 and inflating >= 0.0:
+        costs[name] = followed(costs[name], compressing + inflating)
+        compress_costs[name] = followed(compress_costs[name], compressing)
+
+
+def counted_frame(name: str, nbytes: int, ratio: float, seconds: float) -> None:
+    """Let a whole frame of `nbytes`, compressed to `ratio` in `seconds` (wall clock),
+    count in the scale of `name`'s cost (SCALE_WEIGHT)."""
+    if ratio > COUNTED_RATIO or nbytes <= 0 or not seconds > 0.0:
+        return
+    seen = seconds / nbytes / compress_costs[name]
+    seen = min(MAX_SCALE, max(MIN_SCALE, seen))
+    weight = SCALE_WEIGHT * min(1.0, nbytes / FULL_WEIGHT_BYTES)
+    frame_scales[name] += weight * (seen - frame_scales[name])
+
+
+def cost_of(name: str) -> float:
+    """What compressing and inflating a byte with `name` costs (c + d), as samples and
+    whole frames measured it."""
+    return costs[name] * frame_scales[name]
 
 
 def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
@@ -95,7 +133,7 @@ def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
     rate = link.bytes_per_second
     if rate == 0.0:
         return True
-    cheapest = min(costs[name] for name in names)
+    cheapest = min(cost_of(name) for name in names)
     return cheapest * MARGIN * rate < 1.0
 
 

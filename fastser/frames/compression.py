@@ -23,8 +23,8 @@ from typing import Any, Final, Optional
 from fastser.arguments import check_str
 from fastser.errors import DeserializationError, chained, shown
 from fastser.frame_types import Frame, Header, byte_view
-from fastser.frames.adaptive import (LinkRate, costs, counted_cost, pays, seconds_per_byte,
-                                     worth_sampling)
+from fastser.frames.adaptive import (LinkRate, cost_of, counted_cost, counted_frame, pays,
+                                     seconds_per_byte, worth_sampling)
 from fastser.headers import HEADER_COMPRESSION
 
 COMPRESSIONS: Final = ("lz4", "zstd", "zlib")
@@ -193,21 +193,24 @@ def maybe_compress(frame: Frame, name: str) -> tuple[Optional[str], Frame]:
     return name, compressed
 
 
-def timed_ratio(name: str, probe: bytes) -> tuple[float, float]:
-    """(compressed size / size, seconds per byte to compress and inflate) of `probe`: its
-    ratio, and `name`'s running cost once this sample's counts in it (one sample's time is
-    too noisy to decide by alone). The sample is compressed and inflated twice and timed
-    the second time: a first, cold run (the compressor's code and tables out of the
-    caches, as they are between messages) took 5-6x as long a byte as a warm one, and as
-    a whole frame does."""
+def timed_ratio(name: str, probe: bytes) -> float:
+    """The size `name` compresses `probe` to, as a fraction of its size; the time it took
+    to compress and inflate counts in `name`'s running cost (one sample's time is too
+    noisy to decide by alone). The sample is compressed and inflated twice and timed the
+    second time: a first, cold run (the compressor's code and tables out of the caches,
+    as they are between messages) took 5-6x as long a byte as a warm one, and as a whole
+    frame does."""
     compressed = compress(name, probe)
     decompress(name, compressed, len(probe), writeable=False)
     start = time.perf_counter()
     compress(name, probe)
+    compressed_at = time.perf_counter()
     decompress(name, compressed, len(probe), writeable=False)
+    end = time.perf_counter()
     ratio = len(compressed) / len(probe)
-    counted_cost(name, ratio, (time.perf_counter() - start) / len(probe))
-    return ratio, costs[name]
+    counted_cost(name, ratio, (compressed_at - start) / len(probe),
+                 (end - compressed_at) / len(probe))
+    return ratio
 
 
 def adaptive_compress(frame: Frame, names: tuple[str, ...],
@@ -226,14 +229,17 @@ def adaptive_compress(frame: Frame, names: tuple[str, ...],
     best: Optional[str] = None
     best_time = 0.0
     for name in names:
-        ratio, cost = timed_ratio(name, probe)
+        ratio = timed_ratio(name, probe)
+        cost = cost_of(name)
         if pays(ratio, cost, link):
             spent = seconds_per_byte(ratio, cost, link)
             if best is None or spent < best_time:
                 best, best_time = name, spent
     if best is None:
         return None, frame
+    start = time.perf_counter()
     compressed = compress(best, view)
+    counted_frame(best, size, len(compressed) / size, time.perf_counter() - start)
     if len(compressed) >= size:
         return None, frame
     return best, compressed
