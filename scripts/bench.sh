@@ -16,7 +16,6 @@
 #   floors [ARGS]       benchmarks/floors.py: the floors under the targets, in one process
 #   instructions [ARGS] benchmarks/instructions.py: callgrind counts (needs valgrind)
 #   comm-receive [ARGS] benchmarks/comm_receive.py: how the fastser:// comm receives arrays
-#   stream [ARGS]       benchmarks/stream_throughput.py: sock.send_msg/recv_msg of 200 MiB
 # Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +24,7 @@ python=${PYTHON:-python3}
 mkdir -p "$envs"
 what=suite
 case "${1:-}" in
-    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|stream) what=$1; shift ;;
+    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive) what=$1; shift ;;
 esac
 
 build() {  # build NAME FASTSER_PURE (one after the other: both build in the same tree)
@@ -62,8 +61,6 @@ case $what in
         "$python" "$repo/benchmarks/instructions.py" --python "$compiled" "$@" ;;
     comm-receive)
         "$compiled" -P "$repo/benchmarks/comm_receive.py" "$@" ;;
-    stream)
-        "$compiled" -P "$repo/benchmarks/stream_throughput.py" "$@" ;;
     forms)
         # Each revision's compiled build goes into a folder of its own, built with the bench
         # env's mypy and setuptools (no build isolation: the pinned mypy is there already), one at a
