@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
-from harness import BLAS_SINGLE_THREAD, calibrate, paired, rotated, time_batch  # noqa: E402
+from harness import BLAS_SINGLE_THREAD, paired, time_rounds  # noqa: E402
 
 os.environ.update(BLAS_SINGLE_THREAD)  # as in the harness's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
@@ -211,11 +211,7 @@ def batch_dumps() -> dict[str, Callable[[], Any]]:
 
 
 def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
-    numbers = {label: calibrate(fn) for label, fn in fns.items()}
-    times: dict[str, list[float]] = {label: [] for label in fns}
-    for index in range(rounds):
-        for label in rotated([[label] for label in fns], index):
-            times[label].append(time_batch(fns[label], numbers[label]) / numbers[label])
+    times = time_rounds(fns, rounds)
     first = next(iter(fns))
     print(name)
     for label in fns:
