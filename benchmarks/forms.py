@@ -10,7 +10,7 @@ PY has the bench extra installed; each DIR holds one fastser build installed the
 per git revision and runs this), and a worker per build imports fastser from it. Timing is
 harness.py's: batches of ~0.1 s, builds interleaved round by round in rotated order,
 medians of per-round ratios. Each corpus kind is decoded as its receiver decodes it
-(bench_workloads.py); the last line weighs the kinds by their message counts, as the
+(corpus_workloads.py); the last line weighs the kinds by their message counts, as the
 cluster sent them.
 """
 
@@ -27,7 +27,7 @@ import harness  # noqa: E402
 import shapes  # noqa: E402
 from suite import only_names  # noqa: E402
 
-TRAFFIC = os.path.join(HERE, "traffic", "bench_workloads.py")
+TRAFFIC = os.path.join(HERE, "traffic", "corpus_workloads.py")
 SYNTHETIC = os.path.join(HERE, "suite_workloads.py")
 SYNTHETIC_KINDS = ["control-message", "batch-of-1000", "arrays", "raw-bytes"]
 

@@ -30,7 +30,7 @@ import harness  # noqa: E402
 import shapes  # noqa: E402
 import suite  # noqa: E402
 
-WORKLOADS_MODULE = os.path.join(HERE, "bench_workloads.py")
+WORKLOADS_MODULE = os.path.join(HERE, "corpus_workloads.py")
 ANCHORS = ["distributed", "pickle5", "msgspec"]
 SHOWN = [suite.COMPILED, suite.PURE, "pickle5", "msgspec"]
 
