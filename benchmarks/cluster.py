@@ -49,7 +49,7 @@ import fastser
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "traffic")]
 import dask_workloads  # noqa: E402
-from harness import paired  # noqa: E402
+from harness import paired, rotated  # noqa: E402
 
 SCHEMES = ("tcp://", "fastser://")  # --schemes: the default pair
 # distributed leaves Client and LocalCluster unannotated: handled as Any here (mypy --strict
@@ -186,9 +186,8 @@ def time_clusters(args: argparse.Namespace, names: list[str],
         times: dict[str, dict[str, list[float]]] = {
             what: {name: [] for name in names} for what in chosen}
         for round_ in range(args.rounds):
-            order = names if round_ % 2 == 0 else names[::-1]
             for what in chosen:
-                for scheme in order:
+                for scheme in rotated([[name] for name in names], round_):
                     if not args.no_settle and not settle(list(clients.values()), processes):
                         busy += 1
                     times[what][scheme].append(runs[what](scheme, round_))

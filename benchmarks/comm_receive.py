@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import paired  # noqa: E402
+from harness import paired, rotated  # noqa: E402
 
 RECEIVERS = ("tcp://", "fastser://", "fastser:// a read per run", "fastser:// 1 MiB per run",
              "fastser:// numpy.empty", "fastser:// not populated")
@@ -108,8 +108,7 @@ async def send(addresses: dict[str, str], shapes: list[tuple[int, int]],
         arrays = [numpy.full(size // 8, float(i)) for i in range(count)]
         times[count, size] = {receiver: [] for receiver in comms}
         for round_ in range(rounds + 2):  # the first two warm up
-            order = list(comms)[round_ % len(comms):] + list(comms)[:round_ % len(comms)]
-            for receiver in order:
+            for receiver in rotated([[receiver] for receiver in comms], round_):
                 msg = {"op": "update_data",
                        "data": {f"x-{round_}-{i}": Serialize(a) for i, a in enumerate(arrays)}}
                 start = time.perf_counter()

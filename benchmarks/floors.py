@@ -1,6 +1,6 @@
-"""The floors under the suite's targets and under the traffic corpus's heartbeat: the least
-a design can cost, timed beside fastser in one process (harness.py's batches, rounds
-in rotated order; each line's ratio is to the first line of its group, round by round).
+"""The floors under the suite's targets: the least a design can cost, timed beside fastser in
+one process (harness.py's batches, rounds in rotated order; each line's ratio is to the
+first line of its group, round by round).
 
     PY benchmarks/floors.py [--rounds N] [--only 'arrays loads,control-message dumps']
 
@@ -17,8 +17,6 @@ benchmarks/README.md says what each group's lines are. The ones that need a reas
 - raw-bytes loads: a received bytes value must own its memory, so every codec copies each
   64 KiB value once; distributed's msgpack does it in C, fastser's values are out-of-band
   frames named by extension types (zero-copy dumps), each an ext_hook call.
-- heartbeat: its 38 tuples and its Counter are types fastser keeps and distributed loses;
-  `pack keeping tuples` plus `pickle of the Counter` is the least keeping them costs.
 """
 
 import argparse
@@ -38,22 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgpack  # noqa: E402
 
 import fastser  # noqa: E402
-from harness import BLAS_SINGLE_THREAD, calibrate, paired, rotated, time_batch  # noqa: E402
+from harness import BLAS_SINGLE_THREAD, paired, time_rounds  # noqa: E402
 
 os.environ.update(BLAS_SINGLE_THREAD)  # as in the harness's workers; before numpy is imported
 import suite_workloads as workloads  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-
-
-def fill(template: Any, wrap: Callable[[Any], Any]) -> Any:
-    if type(template) is dict:
-        return {key: fill(value, wrap) for key, value in template.items()}
-    if type(template) is list:
-        return [fill(item, wrap) for item in template]
-    if type(template) is workloads.Payload:
-        return wrap(template.data)
-    return template
 
 
 def no_op_ext_hook(code: int, data: bytes) -> Any:
@@ -163,8 +151,7 @@ def control_message_loads_parts() -> dict[str, Callable[[], Any]]:
 
 def raw_bytes_loads() -> dict[str, Callable[[], Any]]:
     template = workloads.raw_bytes_message()
-    _, dist_loads = workloads.distributed_codec()
-    dist_dumps, _ = workloads.distributed_codec()
+    dist_dumps, dist_loads = workloads.distributed_codec()
     dist_frames = workloads.received_distributed_tcp(dist_dumps(template))
     frames = workloads.received_one_buffer(fastser.dumps(template))
     header, payload = frames[0][1:], frames[1:]  # the header frame after its version byte
@@ -223,66 +210,8 @@ def batch_dumps() -> dict[str, Callable[[], Any]]:
     }
 
 
-def heartbeat() -> tuple[Any, Any, Any, Any, Any]:
-    """The corpus's heartbeat_worker message as each codec is handed it, a copy with its
-    Counter as a dict, and the fastser and distributed codecs as their comms to the
-    scheduler call them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "traffic"))
-    import bench_workloads
-    import shapes
-
-    shape = bench_workloads.KINDS["heartbeat_worker"]["shape"]
-    msg = shapes.build(shape, "fastser")
-    plain = dict(msg)
-    plain["metrics"] = dict(msg["metrics"])
-    plain["metrics"]["task_counts"] = dict(msg["metrics"]["task_counts"])
-    return (msg, plain, shapes.build(shape, "distributed"), bench_workloads.fastser_codec(True),
-            bench_workloads.distributed_codec(True))
-
-
-def heartbeat_dumps() -> dict[str, Callable[[], Any]]:
-    import pickle
-
-    from fastser.codec.packing import mark_collection
-
-    msg, plain, dist_msg, (encoder, _), (dist_dumps, _) = heartbeat()
-    counter = msg["metrics"]["task_counts"]
-    packer = msgpack.Packer(autoreset=True, use_bin_type=True, strict_types=True,
-                            default=mark_collection)
-    return {
-        "distributed dumps (the anchor)": lambda: dist_dumps(dist_msg),
-        "fastser:// Encoder.dumps": lambda: encoder.dumps(msg),
-        "  the same, the Counter a dict": lambda: encoder.dumps(plain),
-        "pack keeping tuples (no walk)": lambda: packer.pack(plain),
-        "pickle of the Counter": lambda: pickle.dumps(counter, protocol=5),
-    }
-
-
-def heartbeat_loads() -> dict[str, Callable[[], Any]]:
-    import pickle
-
-    msg, plain, dist_msg, (encoder, decoder), (dist_dumps, dist_loads) = heartbeat()
-    frames = workloads.received_one_buffer(encoder.dumps(msg))
-    plain_frames = workloads.received_one_buffer(encoder.dumps(plain))
-    dist_frames = workloads.received_distributed_tcp(dist_dumps(dist_msg))
-    header = bytes(frames[0])[1:]
-    pickled = pickle.dumps(msg["metrics"]["task_counts"], protocol=5)
-    return {
-        "distributed loads (the anchor)": lambda: dist_loads(dist_frames),
-        "fastser:// Decoder.loads": lambda: decoder.loads(frames),
-        "  the same, the Counter a dict": lambda: decoder.loads(plain_frames),
-        "unpackb + list_hook=tuple": lambda: msgpack.unpackb(
-            header, ext_hook=no_op_ext_hook, list_hook=tuple, strict_map_key=False),
-        "unpickle the Counter": lambda: pickle.loads(pickled),
-    }
-
-
 def run(name: str, fns: dict[str, Callable[[], Any]], rounds: int) -> None:
-    numbers = {label: calibrate(fn) for label, fn in fns.items()}
-    times: dict[str, list[float]] = {label: [] for label in fns}
-    for index in range(rounds):
-        for label in rotated([[label] for label in fns], index):
-            times[label].append(time_batch(fns[label], numbers[label]) / numbers[label])
+    times = time_rounds(fns, rounds)
     first = next(iter(fns))
     print(name)
     for label in fns:
@@ -304,8 +233,7 @@ def main() -> None:
               "control-message loads": control_message_loads,
               "control-message loads parts": control_message_loads_parts,
               "arrays loads": arrays_loads, "batch-of-1000 dumps": batch_dumps,
-              "raw-bytes loads": raw_bytes_loads,
-              "heartbeat dumps": heartbeat_dumps, "heartbeat loads": heartbeat_loads}
+              "raw-bytes loads": raw_bytes_loads}
     unknown = set(chosen) - set(groups)
     if unknown:
         parser.error(f"unknown groups {sorted(unknown)}; choose from {list(groups)}")

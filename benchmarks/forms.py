@@ -10,27 +10,25 @@ PY has the bench extra installed; each DIR holds one fastser build installed the
 per git revision and runs this), and a worker per build imports fastser from it. Timing is
 harness.py's: batches of ~0.1 s, builds interleaved round by round in rotated order,
 medians of per-round ratios. Each corpus kind is decoded as its receiver decodes it
-(bench_workloads.py); the last line weighs the kinds by their message counts, as the
+(corpus_workloads.py); the last line weighs the kinds by their message counts, as the
 cluster sent them.
 """
 
 import argparse
-import json
 import os
-import re
 import statistics
 import sys
 from typing import Any, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(HERE, "traffic")]
 
 import harness  # noqa: E402
-from suite import OLD_NAMES  # noqa: E402
+import shapes  # noqa: E402
+from suite import only_names  # noqa: E402
 
-TRAFFIC = os.path.join(HERE, "traffic", "bench_workloads.py")
+TRAFFIC = os.path.join(HERE, "traffic", "corpus_workloads.py")
 SYNTHETIC = os.path.join(HERE, "suite_workloads.py")
-CORPUS = os.path.join(HERE, "traffic", "corpus", "corpus.json")
 SYNTHETIC_KINDS = ["control-message", "batch-of-1000", "arrays", "raw-bytes"]
 
 
@@ -44,15 +42,10 @@ def start(python: str, path: str, workloads: str) -> harness.Worker:
 
 
 def measure(workers: dict[str, harness.Worker], workload: str, rounds: int) -> dict[str, Any]:
-    """Per build, the per-round dumps + loads time (µs) of fastser on `workload`."""
-    for worker in workers.values():
-        worker.ask(cmd="setup", workload=workload, anchors=False)
-    where = {label: (worker, "fastser", ["dumps", "loads"]) for label, worker in workers.items()}
-    samples, _ = harness.interleave(where, [[label] for label in workers], workload, rounds)
-    for worker in workers.values():
-        worker.ask(cmd="teardown", workload=workload)
-    return {label: [dump + load for dump, load in zip(by_fn["dumps"], by_fn["loads"])]
-            for label, by_fn in samples.items()}
+    """Per build, the per-round dumps + loads time (µs) of fastser on `workload`; every
+    build a unit of the rotation of its own."""
+    samples, _, _ = harness.measure(workers, workload, rounds, neighbours=False)
+    return {label: harness.both_ways(by_fn) for label, by_fn in samples.items()}
 
 
 def report(results: dict[str, dict[str, list[float]]], shares: dict[str, float],
@@ -84,9 +77,8 @@ def weighted(results: dict[str, dict[str, list[float]]], shares: dict[str, float
     kinds = [name for name in results if name in shares]
     if not kinds:
         return {}
-    rounds = len(results[kinds[0]][labels[0]])
-    per_round = {label: [sum(shares[k] * results[k][label][i] for k in kinds)
-                         for i in range(rounds)] for label in labels}
+    per_round = {label: harness.weighted({k: results[k][label] for k in kinds}, shares)
+                 for label in labels}
     return {label: (statistics.median(per_round[label]),
                     harness.paired(per_round[label], per_round[labels[0]]))
             for label in labels}
@@ -104,10 +96,8 @@ def main() -> int:
     parser.add_argument("--only", default="")
     args = parser.parse_args()
     builds = dict(spec.split("=", 1) for spec in args.build)
-    # Commas inside a kind's braces (reply{data,status}) do not separate names.
-    only = {OLD_NAMES.get(name, name) for name in re.split(r",(?![^{]*\})", args.only) if name}
-    with open(CORPUS) as f:  # the kinds, as bench_workloads.py reads them in the workers
-        shares = {entry["kind"]: entry["message_share"] for entry in json.load(f)["kinds"]}
+    only = set(only_names(args.only))
+    shares = {entry["kind"]: entry["message_share"] for entry in shapes.load_corpus()["kinds"]}
     results: dict[str, dict[str, list[float]]] = {}
     synthetic = SYNTHETIC_KINDS + ["update-graph"] * ("update-graph" in only)
     for module, names in ((TRAFFIC, list(shares)), (SYNTHETIC, synthetic)):

@@ -1,11 +1,12 @@
 """The one timing harness of the benchmarks: batches timed with perf_counter, contestants
 interleaved round by round, medians of per-round ratios (the machine is noisy: compare ratios).
 
-In one process (floors.py): `calibrate` then `time_batch`. Across interpreters (suite.py,
-forms.py, traffic/bench.py): this file run as a script is a worker, one per interpreter,
-driven by `Worker` over a pipe, and `interleave` asks the workers for one batch at a time.
-The whole-run benchmarks (cluster.py, comm_receive.py, stream_throughput.py) time one run
-each and share `paired`.
+In one process (floors.py): `time_rounds`. Across interpreters (suite.py, forms.py,
+traffic/bench.py): this file run as a script is a worker, one per interpreter, driven by
+`Worker` over a pipe; `measure` sets a workload up in each and `interleave` asks the workers
+for one batch at a time. A mix of workloads (the recorded traffic) is `weighted` round by
+round. The whole-run benchmarks (cluster.py, comm_receive.py) time one run each and share
+`rotated` and `paired`.
 
 Worker protocol, one JSON object per line (`python harness.py WORKLOADS.py`; the module has
 WORKLOADS (name -> description), build(name, anchors) and check_roundtrip(name, built)):
@@ -65,6 +66,17 @@ def calibrate(fn: Callable[[], Any], collect: bool = False) -> int:
             break
         number *= 2
     return max(1, round(number * TARGET_SECONDS / elapsed))
+
+
+def time_rounds(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """In this process: seconds per call of each fn, one batch per round, the fns in
+    `rotated` order; each batch's number of calls fixed by `calibrate` before the rounds."""
+    numbers = {label: calibrate(fn) for label, fn in fns.items()}
+    times: dict[str, list[float]] = {label: [] for label in fns}
+    for index in range(rounds):
+        for label in rotated([[label] for label in fns], index):
+            times[label].append(time_batch(fns[label], numbers[label]) / numbers[label])
+    return times
 
 
 def paired(values: list[float], refs: list[float]) -> Optional[float]:
@@ -133,6 +145,44 @@ def interleave(where: dict[str, tuple[Worker, str, list[str]]], units: list[list
                     samples[label][fn].append(reply["seconds"] * 1e6)
                     numbers[label][fn] = reply["number"]
     return samples, numbers
+
+
+def measure(builds: dict[str, Worker], workload: str, rounds: int, anchors: str = "",
+            collect: bool = False, neighbours: bool = True
+            ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, int]],
+                       dict[str, Any]]:
+    """`workload` set up in every worker, timed for `rounds` interleaved rounds, torn down:
+    fastser in each worker of `builds`, labelled by its build, and the anchors in the worker
+    of build `anchors` (none if ""), labelled by name. Returns `interleave`'s samples and
+    calls per batch, and each build's set-up info. Each anchor is a unit of the rotation;
+    the builds are one unit, kept neighbours, when `neighbours`, else one each."""
+    where: dict[str, tuple[Worker, str, list[str]]] = {}
+    info: dict[str, Any] = {}
+    for label, worker in builds.items():
+        setup = worker.ask(cmd="setup", workload=workload, anchors=label == anchors)
+        info[label] = setup["info"]
+        for name, fns in setup["fns"].items():
+            where[label if name == "fastser" else name] = (worker, name, fns)
+    units = [[label] for label in where if label not in builds]
+    units += [list(builds)] if neighbours else [[label] for label in builds]
+    samples, numbers = interleave(where, units, workload, rounds, collect)
+    for worker in builds.values():
+        worker.ask(cmd="teardown", workload=workload)
+    return samples, numbers, info
+
+
+def both_ways(by_fn: dict[str, list[float]]) -> list[float]:
+    """Round by round, dumps + loads."""
+    return [dump + load for dump, load in zip(by_fn["dumps"], by_fn["loads"])]
+
+
+def weighted(per_workload: dict[str, list[float]], weights: dict[str, float]) -> list[float]:
+    """Round by round, the sum of each workload's sample times its weight: a mix of
+    workloads (the recorded traffic, each kind by its message count) timed round k
+    against round k, as `paired` compares them."""
+    names = list(per_workload)
+    return [sum(weights[name] * value for name, value in zip(names, values))
+            for values in zip(*(per_workload[name] for name in names))]
 
 
 # --- the worker ---------------------------------------------------------------------

@@ -15,12 +15,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
 from typing import Any, Optional
 
-from harness import Worker, interleave, paired
+import harness
+from harness import Worker, paired
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS_MODULE = os.path.join(HERE, "suite_workloads.py")
@@ -33,25 +35,27 @@ OLD_NAMES = {"W1": "control-message", "W2": "batch-of-1000", "W3": "arrays",
              "W4": "update-graph", "W5": "raw-bytes", "W6": "extract-serialize"}
 
 
+def only_names(only: str) -> list[str]:
+    """The names --only gives (here, and in forms.py and traffic/bench.py): split at commas
+    outside braces (a traffic kind is named like reply{data,status}), W1-W6 read as the
+    workloads they name."""
+    names = [name.strip() for name in re.split(r",(?![^{]*\})", only) if name.strip()]
+    return [OLD_NAMES.get(name.upper(), name) for name in names]
+
+
 def measure(workers: dict[str, Worker], workload: str, rounds: int, collect: bool,
             anchors: bool = True) -> dict[str, Any]:
-    """Time every contestant of `workload` for `rounds` interleaved rounds; fastser compiled
-    and pure stay neighbours in the rotation."""
-    compiled, pure = workers["compiled"], workers["pure"]
-    setup_c = compiled.ask(cmd="setup", workload=workload, anchors=anchors)
-    setup_p = pure.ask(cmd="setup", workload=workload, anchors=False)
-    where = {(COMPILED if name == "fastser" else name): (compiled, name, fns)
-             for name, fns in setup_c["fns"].items()}
-    where[PURE] = (pure, "fastser", setup_p["fns"]["fastser"])
-    units = [[label] for label in ROWS if label in where and label not in (COMPILED, PURE)]
-    samples, numbers = interleave(where, units + [[COMPILED, PURE]], workload, rounds, collect)
-    compiled.ask(cmd="teardown", workload=workload)
-    pure.ask(cmd="teardown", workload=workload)
+    """Time every contestant of `workload` for `rounds` interleaved rounds (harness.measure):
+    the anchors in the compiled worker, fastser compiled and pure kept neighbours."""
+    builds = {COMPILED: workers["compiled"], PURE: workers["pure"]}
+    samples, numbers, info = harness.measure(builds, workload, rounds,
+                                             COMPILED if anchors else "", collect)
     medians = {label: {fn: statistics.median(values) for fn, values in per_fn.items()}
                for label, per_fn in samples.items()}
-    return {"description": compiled.hello["workloads"][workload], "medians_us": medians,
-            "samples_us": samples, "calls_per_batch": numbers, "ratios": ratios(samples),
-            "info": {"compiled worker": setup_c["info"], "pure worker": setup_p["info"]}}
+    return {"description": workers["compiled"].hello["workloads"][workload],
+            "medians_us": medians, "samples_us": samples, "calls_per_batch": numbers,
+            "ratios": ratios(samples),
+            "info": {"compiled worker": info[COMPILED], "pure worker": info[PURE]}}
 
 
 def ratios(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Optional[float]]]:
@@ -247,8 +251,7 @@ def main() -> int:
                "pure": Worker(args.pure, WORKLOADS_MODULE)}
     try:
         known = workers["compiled"].hello["workloads"]  # suite_workloads.WORKLOADS
-        chosen = [OLD_NAMES.get(w.strip().upper(), w.strip())
-                  for w in args.only.split(",") if w.strip()] or list(known)
+        chosen = only_names(args.only) or list(known)
         unknown = [w for w in chosen if w not in known]
         if unknown:
             print(f"unknown workloads {unknown}; known: {', '.join(known)}", file=sys.stderr)

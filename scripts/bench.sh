@@ -16,7 +16,9 @@
 #   floors [ARGS]       benchmarks/floors.py: the floors under the targets, in one process
 #   instructions [ARGS] benchmarks/instructions.py: callgrind counts (needs valgrind)
 #   comm-receive [ARGS] benchmarks/comm_receive.py: how the fastser:// comm receives arrays
-#   stream [ARGS]       benchmarks/stream_throughput.py: sock.send_msg/recv_msg of 200 MiB
+#   plots [ARGS]        benchmarks/plots.py: the docs' SVG plots (default: --published
+#                       docs/data/published.json --out docs/img); measures nothing, so it
+#                       builds only .envs/bench-plots, fastser pure with the plots extra
 # Needs only Python 3.11+ and a C compiler.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,15 +27,21 @@ python=${PYTHON:-python3}
 mkdir -p "$envs"
 what=suite
 case "${1:-}" in
-    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|stream) what=$1; shift ;;
+    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|plots) what=$1; shift ;;
 esac
 
-build() {  # build NAME FASTSER_PURE (one after the other: both build in the same tree)
+build() {  # build NAME FASTSER_PURE [EXTRA] (one after the other: both build in the same tree)
     if [ "${REUSE_ENVS:-0}" = 1 ] && [ -x "$envs/$1/bin/python" ]; then return; fi
     "$python" -m venv --clear "$envs/$1"
     FASTSER_PURE=$2 "$envs/$1/bin/python" -m pip install --quiet --disable-pip-version-check \
-        --no-cache-dir "$repo[bench]"
+        --no-cache-dir "$repo[${3:-bench}]"
 }
+
+if [ "$what" = plots ]; then
+    build bench-plots 1 plots
+    [ $# -gt 0 ] || set -- --published "$repo/docs/data/published.json" --out "$repo/docs/img"
+    exec "$envs/bench-plots/bin/python" -P "$repo/benchmarks/plots.py" "$@"
+fi
 
 echo "== building compiled and pure fastser with the bench extra" >&2
 build bench-compiled 0
@@ -62,8 +70,6 @@ case $what in
         "$python" "$repo/benchmarks/instructions.py" --python "$compiled" "$@" ;;
     comm-receive)
         "$compiled" -P "$repo/benchmarks/comm_receive.py" "$@" ;;
-    stream)
-        "$compiled" -P "$repo/benchmarks/stream_throughput.py" "$@" ;;
     forms)
         # Each revision's compiled build goes into a folder of its own, built with the bench
         # env's mypy and setuptools (no build isolation: the pinned mypy is there already), one at a

@@ -27,9 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import harness  # noqa: E402
+import shapes  # noqa: E402
 import suite  # noqa: E402
 
-WORKLOADS_MODULE = os.path.join(HERE, "bench_workloads.py")
+WORKLOADS_MODULE = os.path.join(HERE, "corpus_workloads.py")
 ANCHORS = ["distributed", "pickle5", "msgspec"]
 SHOWN = [suite.COMPILED, suite.PURE, "pickle5", "msgspec"]
 
@@ -38,34 +39,27 @@ def fmt_x(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def fmt_us(value: Optional[float]) -> str:
-    return suite.fmt_us(value)
+def mix_rounds(results: dict[str, Any], label: str, weights: dict[str, float]
+               ) -> Optional[list[float]]:
+    """`label`'s dumps + loads per round over the kinds, each kind times its weight; None
+    unless `label` was timed on every kind."""
+    if not results or any(label not in r["samples_us"] for r in results.values()):
+        return None
+    return harness.weighted({name: harness.both_ways(r["samples_us"][label])
+                             for name, r in results.items()}, weights)
 
 
 def mix_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]:
     """Per contestant with every kind: the recorded mix's time per round (each kind's
     dumps + loads, times its message count), its median, and the median per-round ratio
     to distributed."""
-    per_round: dict[str, list[float]] = {}
-    for label in [suite.COMPILED, suite.PURE, "distributed", "pickle5"]:
-        rounds: Optional[list[float]] = None
-        for name, result in results.items():
-            samples = result["samples_us"].get(label)
-            if samples is None:
-                rounds = None
-                break
-            weight = kinds[name]["messages"]
-            summed = [weight * (dump + load)
-                      for dump, load in zip(samples["dumps"], samples["loads"])]
-            rounds = summed if rounds is None else [a + b for a, b in zip(rounds, summed)]
-        if rounds:
-            per_round[label] = rounds
-    out: dict[str, Any] = {}
+    counts = {name: kinds[name]["messages"] for name in results}
+    per_round = {label: rounds for label in [suite.COMPILED, suite.PURE, "distributed", "pickle5"]
+                 if (rounds := mix_rounds(results, label, counts))}
     reference = per_round.get("distributed")
-    for label, rounds in per_round.items():
-        out[label] = {"seconds": statistics.median(rounds) / 1e6,
-                      "vs_distributed": harness.paired(rounds, reference) if reference else None}
-    return out
+    return {label: {"seconds": statistics.median(rounds) / 1e6,
+                    "vs_distributed": harness.paired(rounds, reference) if reference else None}
+            for label, rounds in per_round.items()}
 
 
 def workload_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str, Any]:
@@ -74,24 +68,17 @@ def workload_totals(results: dict[str, Any], kinds: dict[str, Any]) -> dict[str,
     and fastser compiled spend encoding and decoding them (each kind's dumps + loads, times
     the messages of it the workload sent): the most a comm's codec can save of one run."""
     out: dict[str, Any] = {}
-    for name, result in results.items():
+    for name in results:
         entry = kinds[name]
         for workload, count in entry["workloads"].items():
-            row = out.setdefault(workload, {"messages": 0, "bytes": 0.0, "rounds": {}})
+            row = out.setdefault(workload, {"messages": 0, "bytes": 0.0})
             row["messages"] += count
             row["bytes"] += count * entry["bytes"] / entry["messages"]
-            for label in ("distributed", suite.COMPILED):
-                samples = result["samples_us"].get(label)
-                if samples is None:
-                    continue
-                summed = [count * (dump + load)
-                          for dump, load in zip(samples["dumps"], samples["loads"])]
-                before = row["rounds"].get(label)
-                row["rounds"][label] = summed if before is None else [
-                    a + b for a, b in zip(before, summed)]
-    for row in out.values():
+    for workload, row in out.items():
+        counts = {name: kinds[name]["workloads"].get(workload, 0) for name in results}
         row["seconds"] = {label: statistics.median(rounds) / 1e6
-                          for label, rounds in row.pop("rounds").items()}
+                          for label in ("distributed", suite.COMPILED)
+                          if (rounds := mix_rounds(results, label, counts))}
     return out
 
 
@@ -111,7 +98,7 @@ def report(corpus: dict[str, Any], results: dict[str, Any], totals: dict[str, An
         medians = result["medians_us"].get("distributed", {})
         row = (f"{name[:32]:32s} {entry['message_share']:6.1%} {entry['byte_share']:6.1%} "
                f"{'sched' if entry['receiver'] == 'scheduler' else 'other':>5s} "
-               f"{fmt_us(medians.get('dumps')):>9s} {fmt_us(medians.get('loads')):>9s}")
+               f"{suite.fmt_us(medians.get('dumps')):>9s} {suite.fmt_us(medians.get('loads')):>9s}")
         for label in SHOWN:
             r = result["ratios"].get(label, {})
             pair = f"{fmt_x(r.get('dumps/distributed'))}/{fmt_x(r.get('loads/distributed'))}"
@@ -141,14 +128,14 @@ def main() -> int:
     parser.add_argument("--pure", required=True)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="")
-    parser.add_argument("--corpus", default=os.path.join(HERE, "corpus", "corpus.json"))
+    parser.add_argument("--corpus", default=shapes.CORPUS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ["FASTSER_TRAFFIC_CORPUS"] = os.path.abspath(args.corpus)
-    with open(args.corpus) as f:
-        corpus = json.load(f)
+    corpus = shapes.load_corpus(args.corpus)
     kinds = {entry["kind"]: entry for entry in corpus["kinds"]}
-    chosen = [k for k in kinds if not args.only or k in args.only.split(",")]
+    only = suite.only_names(args.only)
+    chosen = [k for k in kinds if not only or k in only]
     workers = {"compiled": harness.Worker(os.path.abspath(args.compiled), WORKLOADS_MODULE),
                "pure": harness.Worker(os.path.abspath(args.pure), WORKLOADS_MODULE)}
     if not workers["compiled"].hello["compiled"] or workers["pure"].hello["compiled"]:

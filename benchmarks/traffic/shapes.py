@@ -15,14 +15,26 @@ few lines. Nothing in a shape depends on the Python version (no pickles).
 """
 
 import importlib
+import json
 import operator
+import os
 import pickle
 import re
 from typing import Any
 
+# The corpus in the repository (synthesize.py writes it; bench.py --corpus picks another).
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "corpus.json")
 LITERAL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,39}$")
 LITERAL_VALUES = {"op", "status", "serializer", "reason"}
 MAX_RUN_ITEMS = 8  # a list or dict of more items than this is stored as runs
+
+
+def load_corpus(path: str = "") -> dict[str, Any]:
+    """The corpus at `path`, else at $FASTSER_TRAFFIC_CORPUS (bench.py sets it for its
+    workers), else CORPUS."""
+    with open(path or os.environ.get("FASTSER_TRAFFIC_CORPUS", CORPUS)) as f:
+        corpus: dict[str, Any] = json.load(f)
+    return corpus
 
 
 def qualified(obj: Any) -> str:

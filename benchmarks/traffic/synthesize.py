@@ -18,7 +18,8 @@ import statistics
 import tempfile
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import shapes
+
 COVERAGE = 0.95
 NOTABLE = 0.005
 
@@ -71,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("records", nargs="?",
                         default=os.path.join(tempfile.gettempdir(), "fastser-traffic"))
-    parser.add_argument("--out", default=os.path.join(HERE, "corpus", "corpus.json"))
+    parser.add_argument("--out", default=shapes.CORPUS)
     args = parser.parse_args()
     lines, meta = load(args.records)
     lines = [line for line in lines if line["kind"] != "unrecorded" and "shape" in line]

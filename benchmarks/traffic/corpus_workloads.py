@@ -10,7 +10,6 @@ payloads as distributed's Serialized, as FastserComm.decoder makes it), any othe
 deserialize=True.
 """
 
-import json
 import os
 import sys
 from typing import Any, Optional
@@ -18,23 +17,15 @@ from typing import Any, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = os.path.dirname(HERE)
 sys.path.insert(0, BENCHMARKS)
-CORPUS = os.environ.get("FASTSER_TRAFFIC_CORPUS", os.path.join(HERE, "corpus", "corpus.json"))
 
 import shapes  # noqa: E402
-from suite_workloads import (Built, pickle_dumps, pickle_loads,  # noqa: E402
-                             received_distributed_tcp, received_one_buffer)
+from suite_workloads import (CONTEXT, Built, distributed_codec, pickle_dumps,  # noqa: E402
+                             pickle_loads, received_distributed_tcp, received_one_buffer)
 
 
-def load_corpus(path: str = CORPUS) -> dict[str, Any]:
-    with open(path) as f:
-        corpus: dict[str, Any] = json.load(f)
-    return corpus
-
-
-KINDS = {entry["kind"]: entry for entry in load_corpus()["kinds"]}
+KINDS = {entry["kind"]: entry for entry in shapes.load_corpus()["kinds"]}
 WORKLOADS = {name: f"{entry['message_share']:.1%} of messages, {entry['byte_share']:.1%} of "
              f"bytes, to the {entry['receiver']}" for name, entry in KINDS.items()}
-CONTEXT = {"compression": None, "python": tuple(sys.version_info)[:3], "pickle-protocol": 5}
 
 
 def fastser_codec(to_scheduler: bool) -> tuple[Any, Any]:
@@ -44,22 +35,6 @@ def fastser_codec(to_scheduler: bool) -> tuple[Any, Any]:
 
     return (make_encoder(None, "message", CONTEXT, TCP.max_shard_size),
             make_decoder(not to_scheduler, None))
-
-
-def distributed_codec(to_scheduler: bool) -> tuple[Any, Any]:
-    """distributed.protocol.dumps/loads as its TCP comm calls them (comm/utils.py
-    to_frames / from_frames; the scheduler's comms read with deserialize=False)."""
-    from distributed.comm.tcp import TCP
-    from distributed.protocol import dumps, loads
-
-    def dist_dumps(msg: Any) -> list[Any]:
-        return dumps(msg, serializers=None, on_error="message", context=CONTEXT,
-                     frame_split_size=TCP.max_shard_size)
-
-    def dist_loads(frames: list[Any]) -> Any:
-        return loads(frames, deserialize=not to_scheduler, deserializers=None)
-
-    return dist_dumps, dist_loads
 
 
 def msgpack_plain(msg: Any) -> Optional[bytes]:
@@ -84,7 +59,7 @@ def build(name: str, anchors: bool) -> Built:
     sent = {"fastser": encoder.dumps(msg)}
     if anchors:
         d_msg = shapes.build(entry["shape"], "distributed")
-        d_dumps, d_loads = distributed_codec(to_scheduler)
+        d_dumps, d_loads = distributed_codec(None, not to_scheduler)
         d_frames = received_distributed_tcp(d_dumps(d_msg))
         built.fns["distributed"] = {"dumps": lambda: d_dumps(d_msg),
                                     "loads": lambda: d_loads(d_frames)}
