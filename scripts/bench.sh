@@ -16,6 +16,11 @@
 #   floors [ARGS]       benchmarks/floors.py: the floors under the targets, in one process
 #   instructions [ARGS] benchmarks/instructions.py: callgrind counts (needs valgrind)
 #   comm-receive [ARGS] benchmarks/comm_receive.py: how the fastser:// comm receives arrays
+#   hostile             benchmarks/hostile.py: what each known hostile input costs the
+#                       compiled build's decoder (each case in a fresh interpreter)
+#   byte-shuffle [ARGS] benchmarks/byte_shuffle.py: lz4 and zstd against blosc2's byte
+#                       shuffle (installs blosc2, not a fastser dependency, into the env)
+#   lab [ARGS]          benchmarks/lab/run.py: the network lab (as root: Linux namespaces)
 #   plots [ARGS]        benchmarks/plots.py: the docs' SVG plots (default: --published
 #                       docs/data/published.json --out docs/img); measures nothing, so it
 #                       builds only .envs/bench-plots, fastser pure with the plots extra
@@ -27,7 +32,8 @@ python=${PYTHON:-python3}
 mkdir -p "$envs"
 what=suite
 case "${1:-}" in
-    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|plots) what=$1; shift ;;
+    suite|traffic|capture|cluster|forms|floors|instructions|comm-receive|hostile|byte-shuffle|lab|plots)
+        what=$1; shift ;;
 esac
 
 build() {  # build NAME FASTSER_PURE [EXTRA] (one after the other: both build in the same tree)
@@ -70,6 +76,13 @@ case $what in
         "$python" "$repo/benchmarks/instructions.py" --python "$compiled" "$@" ;;
     comm-receive)
         "$compiled" -P "$repo/benchmarks/comm_receive.py" "$@" ;;
+    hostile)
+        "$python" "$repo/benchmarks/hostile.py" "$compiled" ;;
+    byte-shuffle)
+        "$compiled" -m pip install --quiet --disable-pip-version-check blosc2
+        "$compiled" -P "$repo/benchmarks/byte_shuffle.py" "$@" ;;
+    lab)
+        "$compiled" -P "$repo/benchmarks/lab/run.py" "$@" ;;
     forms)
         # Each revision's compiled build goes into a folder of its own, built with the bench
         # env's mypy and setuptools (no build isolation: the pinned mypy is there already), one at a
