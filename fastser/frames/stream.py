@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import check_names, too_many_positional, wrong_type
+from fastser.arguments import check_names, optional_option, too_many_positional, wrong_type
 from fastser.errors import FrameError, chained
 from fastser.frame_types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 from fastser.frames.placed import PLACED_MIN_BYTES, place as place_frame
@@ -357,15 +357,18 @@ class FrameReader:
     # arguments"). The type checker sees each with its type, but not that at most one
     # positional is taken: FrameReader(None, None) is refused at run time only.
     def __init__(self, *args: Optional[Limits], **options: Unpack[ReaderOptions]) -> None:
-        given: tuple[object, ...] = args  # mypyc: unchecked, so that the words below are ours
-        if len(given) > 1:
-            raise too_many_positional("FrameReader", 0, 1, len(given))
-        check_names("FrameReader", options, READER_OPTIONS)
-        limits: object = options.get("limits")
+        given: tuple[object, ...] = args  # mypyc: read unchecked, so that the words are ours
+        limits: object = None
         if given:
-            if "limits" in options:
-                raise TypeError("FrameReader() got multiple values for argument 'limits'")
+            if len(given) > 1:
+                raise too_many_positional("FrameReader", 0, 1, len(given))
             limits = given[0]
+        if options:
+            check_names("FrameReader", options, READER_OPTIONS)
+            if given:
+                raise TypeError("FrameReader() got multiple values for argument 'limits'")
+            # Read as an object (options's type would make mypyc check it in its own words).
+            limits = optional_option("FrameReader", options, "limits", Limits)
         if limits is None:
             self.limits: Limits = DEFAULT_LIMITS
         elif isinstance(limits, Limits):
