@@ -3,7 +3,9 @@ otherwise. Encoder and Decoder are safe to share between threads.
 
 The options are taken as **options (fastser/arguments.py, "Options"): a call without any
 goes to the shared Encoder or Decoder, so the hot path tests one dict for emptiness. The
-documented signatures, which the type checker sees, are api.dumps and api.loads.
+documented signatures, which the type checker sees, are api.dumps and api.loads. Positional
+arguments after the first are gathered as *args, only to be refused in Python's words
+(fastser/arguments.py, "Positional arguments").
 """
 
 from collections.abc import Sequence
