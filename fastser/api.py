@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, TypeVar, cast
 
-from fastser.arguments import check_optional
+from fastser.arguments import check_instance, check_optional
 from fastser.codec import dumps_loads as _codec, extract as _walk
 from fastser.codec.decoder import Decoder
 from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, Encoder
@@ -158,6 +158,7 @@ def serialize(obj: Any, serializers: Optional[Sequence[str]] = None, *,
     SerializationError naming the type when no family takes it (unless on_error is
     "message"). ValueError for an unknown family or on_error value.
     """
+    check_instance("serialize", on_error, str, "on_error")  # named, in both builds
     return _serialize.serialize(obj, serializers, on_error=on_error, context=context)
 
 
@@ -205,6 +206,7 @@ def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
     ------
     Nothing of its own: it only walks containers.
     """
+    check_instance("extract_serialize", bytes_threshold, int, "bytes_threshold")  # named
     return _walk.extract_serialize(msg, bytes_threshold=bytes_threshold)
 
 

@@ -12,6 +12,12 @@ nor the parameter ("str or None object expected; got bool"), and mypyc cannot co
 overloaded __init__ (https://github.com/mypyc/mypyc/issues/961). The words are Python's
 own: "Encoder() got an unexpected keyword argument 'compresion'", and Argument Clinic's
 "Encoder() argument 'compression' must be str or None, not bool".
+
+Positional arguments: mypyc words a call with too many its own way ("dumps() takes exactly 1
+positional argument (2 given)", "__init__() takes no positional arguments"), so the same
+callables gather them as `*args: Never` (the type checker refuses any, and mypyc, unlike
+for `*args: Unpack[tuple[()]]`, keeps those given) and refuse them here in Python's words.
+FrameReader takes its one optional positional, limits, as `*args: Optional[Limits]`.
 """
 
 from collections.abc import Collection, Mapping
@@ -40,9 +46,25 @@ def wrong_type(where: str, name: str, expected: str, value: object) -> TypeError
                      f"not {type(value).__qualname__}")
 
 
+def check_instance(where: str, value: object, kind: type, name: str) -> None:
+    if not isinstance(value, kind):
+        raise wrong_type(where, name, kind.__qualname__, value)
+
+
 def check_optional(where: str, value: object, kind: type, name: str) -> None:
     if value is not None and not isinstance(value, kind):
         raise wrong_type(where, name, f"{kind.__qualname__} or None", value)
+
+
+def too_many_positional(where: str, least: int, most: int, given: int) -> TypeError:
+    """Python's words for a call of `where`, which takes `least` to `most` positional
+    arguments, given `given` of them."""
+    if least == most:
+        takes = f"{most} positional argument{'' if most == 1 else 's'}"
+    else:
+        takes = f"from {least} to {most} positional arguments"
+    return TypeError(f"{where}() takes {takes} but {given} {'was' if given == 1 else 'were'} "
+                     "given")
 
 
 def check_names(where: str, options: Mapping[str, object], names: Collection[str]) -> None:

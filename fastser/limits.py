@@ -1,9 +1,9 @@
 """Bounds applied to every reader and Decoder before anything is allocated."""
 
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict, Unpack
+from typing import Any, Final, Never, TypedDict, Unpack
 
-from fastser.arguments import check_names, int_option
+from fastser.arguments import check_names, int_option, too_many_positional
 from fastser.errors import DeserializationError, chained
 from fastser.frame_types import MEMORYVIEW, nbytes
 
@@ -55,7 +55,9 @@ class Limits:
     max_header_bytes: int
     max_depth: int
 
-    def __init__(self, **limits: Unpack[LimitsOptions]) -> None:
+    def __init__(self, *args: Never, **limits: Unpack[LimitsOptions]) -> None:
+        if args:  # in Python's words (fastser/arguments.py, "Positional arguments")
+            raise too_many_positional("Limits", 0, 0, len(args))
         check_names("Limits", limits, LIMITS_OPTIONS)
         for name, default in (("max_frames", DEFAULT_MAX_FRAMES),
                               ("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),

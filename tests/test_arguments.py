@@ -89,7 +89,7 @@ def test_a_bool_counts_as_an_int_as_compiled_code_takes_it() -> None:
 
 
 # The same words in both builds, naming the callable and the keyword (fastser/arguments.py,
-# "Options"). A positional mistake is worded by each build's own call machinery.
+# "Options" and "Positional arguments"), where mypyc's own would name neither.
 MESSAGES: dict[str, tuple[Callable[[], object], str]] = {
     "Encoder keyword": (lambda: fastser.Encoder(**wrong({"compresion": "lz4"})),
                         "Encoder() got an unexpected keyword argument 'compresion'"),
@@ -133,6 +133,39 @@ MESSAGES: dict[str, tuple[Callable[[], object], str]] = {
                               "write_msg() argument 'encoder' must be Encoder or None, not int"),
     "aio.read_msg decoder": (lambda: asyncio.run(aio.read_msg(wrong(None), wrong(5))),
                              "read_msg() argument 'decoder' must be Decoder or None, not int"),
+    "Encoder positional": (lambda: fastser.Encoder(*wrong((None,))),
+                           "Encoder() takes 0 positional arguments but 1 was given"),
+    "Decoder positional": (lambda: fastser.Decoder(*wrong((1, 2))),
+                           "Decoder() takes 0 positional arguments but 2 were given"),
+    "Limits positional": (lambda: fastser.Limits(*wrong((5,))),
+                          "Limits() takes 0 positional arguments but 1 was given"),
+    "dumps positional": (lambda: fastser.dumps(1, *wrong((2,))),
+                         "dumps() takes 1 positional argument but 2 were given"),
+    "loads positional": (lambda: fastser.loads(FRAMES, *wrong((None, 2))),
+                         "loads() takes 1 positional argument but 3 were given"),
+    "FrameReader limits by position": (
+        lambda: fastser.FrameReader(wrong({})),
+        "FrameReader() argument 'limits' must be Limits or None, not dict"),
+    "FrameReader limits by name": (
+        lambda: fastser.FrameReader(limits=wrong(5)),
+        "FrameReader() argument 'limits' must be Limits or None, not int"),
+    "FrameReader positional": (
+        lambda: fastser.FrameReader(*wrong((None, None))),
+        "FrameReader() takes from 0 to 1 positional arguments but 2 were given"),
+    "FrameReader keyword": (lambda: fastser.FrameReader(**wrong({"limit": None})),
+                            "FrameReader() got an unexpected keyword argument 'limit'"),
+    "FrameReader limits twice": (lambda: fastser.FrameReader(None, **wrong({"limits": None})),
+                                 "FrameReader() got multiple values for argument 'limits'"),
+    "serialize on_error": (lambda: fastser.serialize(1, on_error=wrong(None)),
+                           "serialize() argument 'on_error' must be str, not NoneType"),
+    "serialize keyword": (lambda: fastser.serialize(1, **wrong({"on_eror": "raise"})),
+                          "serialize() got an unexpected keyword argument 'on_eror'"),
+    "extract_serialize bytes_threshold": (
+        lambda: fastser.extract_serialize(1, bytes_threshold=wrong("5")),
+        "extract_serialize() argument 'bytes_threshold' must be int, not str"),
+    "extract_serialize keyword": (
+        lambda: fastser.extract_serialize(1, **wrong({"threshold": 5})),
+        "extract_serialize() got an unexpected keyword argument 'threshold'"),
 }
 
 
@@ -142,6 +175,33 @@ def test_both_builds_name_the_callable_and_the_keyword_in_the_same_words(
     with pytest.raises(TypeError) as raised:
         call()
     assert str(raised.value) == message
+
+
+# Encoder.dumps and Decoder.loads, the hot methods, keep mypyc's one-argument fast path: a
+# keyword or a second argument raises TypeError in both builds, each worded its own way
+# ("dumps() takes at most 1 argument (2 given)" compiled; docs/design.md, "A precise
+# signature words its errors mypyc's way", says what wording them alike would cost).
+HOT_METHODS: dict[str, Callable[[], object]] = {
+    "Encoder.dumps keyword": lambda: fastser.Encoder().dumps(1, **wrong({"compression": None})),
+    "Encoder.dumps positional": lambda: fastser.Encoder().dumps(1, *wrong((2,))),
+    "Decoder.loads keyword": lambda: fastser.Decoder().loads(FRAMES, **wrong({"limits": None})),
+    "Decoder.loads positional": lambda: fastser.Decoder().loads(FRAMES, *wrong((2,))),
+}
+
+
+@pytest.mark.parametrize("call", HOT_METHODS.values(), ids=list(HOT_METHODS))
+def test_the_hot_methods_take_one_argument(call: Callable[[], object]) -> None:
+    with pytest.raises(TypeError):
+        call()
+
+
+def test_a_frame_reader_takes_its_limits_by_position_or_by_name() -> None:
+    limits = fastser.Limits(max_frames=3)
+    for reader in (fastser.FrameReader(limits), fastser.FrameReader(limits=limits)):
+        assert reader.limits is limits
+    for reader in (fastser.FrameReader(), fastser.FrameReader(None),
+                   fastser.FrameReader(limits=None)):
+        assert reader.limits == fastser.Limits()
 
 
 def test_every_documented_keyword_is_taken() -> None:
@@ -167,7 +227,10 @@ def test_every_documented_keyword_is_taken() -> None:
 
 
 # What a user's `mypy --strict` reports for the same mistakes: the options are typed
-# keywords to the type checker (**options: Unpack[...]), not `object`.
+# keywords to the type checker (**options: Unpack[...]), not `object`, and a positional
+# argument to Encoder, Decoder or Limits is refused as not a `Never` (*args: Never). One
+# mistake passes: FrameReader's limits are `*args: Optional[Limits]` to it, so a second
+# positional (line 21) is refused at run time only.
 USER_CODE = """\
 import fastser
 from fastser import sock
@@ -184,6 +247,16 @@ fastser.loads([b""], deserialize=0)
 fastser.Encoder(default=repr, compression="lz4", frame_split_size=2**20)
 fastser.Decoder(lists_as_tuples=True, limits=fastser.Limits(max_depth=3))
 sock.send_msg(wrong, 1, encoder=fastser.Decoder())
+fastser.Encoder(None)
+fastser.dumps(1, 2)
+fastser.FrameReader({})
+fastser.FrameReader(limits=5)
+fastser.FrameReader(limit=None)
+fastser.FrameReader(None, None)
+fastser.FrameReader(fastser.Limits(max_frames=2))
+fastser.FrameReader(limits=None)
+fastser.serialize(1, on_error=None)
+fastser.extract_serialize(1, bytes_threshold="5")
 """
 USER_ERRORS = [
     '3: error: Unexpected keyword argument "compresion" for "Encoder"; did you mean '
@@ -209,6 +282,21 @@ USER_ERRORS = [
     '15: error: Name "wrong" is not defined  [name-defined]',
     '15: error: Argument "encoder" to "send_msg" has incompatible type "Decoder"; expected '
     '"Encoder | None"  [arg-type]',
+    '16: error: Argument 1 to "Encoder" has incompatible type "None"; expected "Never"  '
+    '[arg-type]',
+    '17: error: Too many positional arguments for "dumps"  [call-arg]',
+    '17: error: Argument 2 to "dumps" has incompatible type "int"; expected '
+    '"Sequence[str] | None"  [arg-type]',
+    '18: error: Argument 1 to "FrameReader" has incompatible type "dict[Never, Never]"; '
+    'expected "Limits | None"  [arg-type]',
+    '19: error: Argument "limits" to "FrameReader" has incompatible type "int"; expected '
+    '"Limits | None"  [arg-type]',
+    '20: error: Unexpected keyword argument "limit" for "FrameReader"; did you mean '
+    '"limits"?  [call-arg]',
+    '24: error: Argument "on_error" to "serialize" has incompatible type "None"; expected '
+    '"Literal[\'raise\', \'message\']"  [arg-type]',
+    '25: error: Argument "bytes_threshold" to "extract_serialize" has incompatible type '
+    '"str"; expected "int"  [arg-type]',
 ]
 
 

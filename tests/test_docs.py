@@ -225,9 +225,12 @@ def test_source_signature_matches_the_code(dotted: str) -> None:
     actual = bare(inspect.signature(obj), drop_first=is_method)
     declared = bare(declared, drop_first=is_method)
     if list(actual.parameters)[-1:] == ["options"] and "options" not in declared.parameters:
-        # dumps and loads take their options as **options (fastser/arguments.py, "Options"):
-        # the positional part must agree; tests/test_arguments.py checks each keyword.
-        actual = actual.replace(parameters=list(actual.parameters.values())[:-1])
+        # dumps and loads take their options as **options, and further positional arguments
+        # as *args only to refuse them (fastser/arguments.py, "Options" and "Positional
+        # arguments"): the positional part must agree; tests/test_arguments.py checks each
+        # keyword and the refusals.
+        actual = actual.replace(parameters=[
+            p for p in list(actual.parameters.values())[:-1] if p.kind is not p.VAR_POSITIONAL])
         declared = declared.replace(parameters=[
             p for p in declared.parameters.values() if p.kind is not p.KEYWORD_ONLY])
     assert declared == actual, \

@@ -15,9 +15,9 @@ inserts them.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Optional, TypedDict, Unpack, cast
+from typing import Any, Final, Never, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import bool_option, check_names, optional_option
+from fastser.arguments import bool_option, check_names, optional_option, too_many_positional
 from fastser.codec.array_records import DirectLoads, check_short_record, header_of
 from fastser.codec.collisions import COUNT_AFTER, HashCounter
 from fastser.codec.depth import (KEYS_TOO_DEEP, SCAN_DEPTH, deeper_than, float_key_hashes,
@@ -70,7 +70,9 @@ def check_options(where: str, options: Mapping[str, object], names: frozenset[st
 
 
 class Decoder:
-    def __init__(self, **options: Unpack[DecoderOptions]) -> None:
+    def __init__(self, *args: Never, **options: Unpack[DecoderOptions]) -> None:
+        if args:  # in Python's words (fastser/arguments.py, "Positional arguments")
+            raise too_many_positional("Decoder", 0, 0, len(args))
         check_options("Decoder", options, DECODER_OPTIONS)
         deserialize = options.get("deserialize", True)
         deserializers = options.get("deserializers")

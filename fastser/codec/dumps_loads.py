@@ -3,12 +3,15 @@ otherwise. Encoder and Decoder are safe to share between threads.
 
 The options are taken as **options (fastser/arguments.py, "Options"): a call without any
 goes to the shared Encoder or Decoder, so the hot path tests one dict for emptiness. The
-documented signatures, which the type checker sees, are api.dumps and api.loads.
+documented signatures, which the type checker sees, are api.dumps and api.loads. Positional
+arguments after the first are gathered as *args, only to be refused in Python's words
+(fastser/arguments.py, "Positional arguments").
 """
 
 from collections.abc import Sequence
-from typing import Any, Final, Unpack
+from typing import Any, Final, Never, Unpack
 
+from fastser.arguments import too_many_positional
 from fastser.codec import decoder as _decoder, encoder as _encoder
 from fastser.codec.decoder import Decoder, LoadsOptions
 from fastser.codec.encoder import DEFAULT_SPLIT_SIZE, DumpsOptions, Encoder
@@ -18,7 +21,9 @@ DEFAULT_ENCODER: Final = Encoder()
 DEFAULT_DECODER: Final = Decoder()
 
 
-def dumps(msg: Any, **options: Unpack[DumpsOptions]) -> list[Frame]:
+def dumps(msg: Any, *args: Never, **options: Unpack[DumpsOptions]) -> list[Frame]:
+    if args:
+        raise too_many_positional("dumps", 1, 1, 1 + len(args))
     if not options:
         return DEFAULT_ENCODER.dumps(msg)
     # Named for dumps before Encoder checks them again (for itself).
@@ -30,7 +35,9 @@ def dumps(msg: Any, **options: Unpack[DumpsOptions]) -> list[Frame]:
     return Encoder(**options).dumps(msg)
 
 
-def loads(frames: Sequence[Frame], **options: Unpack[LoadsOptions]) -> Any:
+def loads(frames: Sequence[Frame], *args: Never, **options: Unpack[LoadsOptions]) -> Any:
+    if args:
+        raise too_many_positional("loads", 1, 1, 1 + len(args))
     if not options:
         return DEFAULT_DECODER.loads(frames)
     _decoder.check_options("loads", options, _decoder.LOADS_OPTIONS)

@@ -13,9 +13,10 @@ so the walk carries none.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Optional, TypedDict, Unpack, cast
+from typing import Any, Final, Never, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import check_names, int_option, optional_option, str_option
+from fastser.arguments import (check_names, int_option, optional_option, str_option,
+                               too_many_positional)
 from fastser.codec.array_records import short_record
 from fastser.codec.packing import (BYTEARRAY_FRAME_REFS, BYTES_FRAME_REFS, LIST_MARK,
                                    MEMORYVIEW_FRAME_REFS, PICKLED_MARK, Packers,
@@ -107,7 +108,9 @@ def check_options(where: str, options: Mapping[str, object], names: frozenset[st
 
 
 class Encoder:
-    def __init__(self, **options: Unpack[EncoderOptions]) -> None:
+    def __init__(self, *args: Never, **options: Unpack[EncoderOptions]) -> None:
+        if args:  # in Python's words (fastser/arguments.py, "Positional arguments")
+            raise too_many_positional("Encoder", 0, 0, len(args))
         check_options("Encoder", options, ENCODER_OPTIONS)
         on_error = options.get("on_error", "raise")
         check_on_error(on_error)

@@ -6,7 +6,6 @@ Paths are built only for what is removed, from the keys of the enclosing contain
 
 from typing import Any
 
-from fastser.arguments import check_int
 from fastser.frame_types import MEMORYVIEW
 from fastser.wrappers import Pickled, Serialize, Serialized, ToPickle
 
@@ -97,7 +96,6 @@ class Extractor:
 
 def extract_serialize(msg: Any, *, bytes_threshold: int = 65536
                       ) -> tuple[Any, dict[tuple[Any, ...], Any], set[tuple[Any, ...]]]:
-    check_int(bytes_threshold, "bytes_threshold")
     extractor = Extractor(bytes_threshold)
     if extractor.take("", msg):
         # The message itself is a payload: nothing is left of it, and its path is ().

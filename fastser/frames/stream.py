@@ -9,9 +9,9 @@ import array
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Optional, cast
+from typing import Any, Final, Optional, TypedDict, Unpack, cast
 
-from fastser.arguments import check_optional
+from fastser.arguments import check_names, optional_option, too_many_positional, wrong_type
 from fastser.errors import FrameError, chained
 from fastser.frame_types import ALIGNED_FRAME_BYTES, FRAME_ALIGNMENT, Frame, byte_view, nbytes
 from fastser.frames.placed import PLACED_MIN_BYTES, place as place_frame
@@ -318,6 +318,14 @@ def new_lengths() -> "array.array[int]":
     return array.array("Q")
 
 
+class ReaderOptions(TypedDict, total=False):
+    """FrameReader's keyword, as the type checker sees it."""
+    limits: Optional[Limits]
+
+
+READER_OPTIONS: Final = frozenset({"limits"})
+
+
 class FrameReader:
     # Docstring in api.CLASS_DOCS: mypyc drops class docstrings
     # (https://github.com/mypyc/mypyc/issues/437).
@@ -344,9 +352,29 @@ class FrameReader:
     # connection costs no more than its prelude. The frames' views, made when the message
     # is complete, cost at most 3 R (check_views).
 
-    def __init__(self, limits: Optional[Limits] = None) -> None:
-        check_optional("FrameReader", limits, Limits, "limits")
-        self.limits: Limits = DEFAULT_LIMITS if limits is None else limits
+    # limits, by position or by name, as *args and **options: mypyc would word a mistake its
+    # own way, naming neither FrameReader nor limits (fastser/arguments.py, "Positional
+    # arguments"). The type checker sees each with its type, but not that at most one
+    # positional is taken: FrameReader(None, None) is refused at run time only.
+    def __init__(self, *args: Optional[Limits], **options: Unpack[ReaderOptions]) -> None:
+        given: tuple[object, ...] = args  # mypyc: read unchecked, so that the words are ours
+        limits: object = None
+        if given:
+            if len(given) > 1:
+                raise too_many_positional("FrameReader", 0, 1, len(given))
+            limits = given[0]
+        if options:
+            check_names("FrameReader", options, READER_OPTIONS)
+            if given:
+                raise TypeError("FrameReader() got multiple values for argument 'limits'")
+            # Read as an object (options's type would make mypyc check it in its own words).
+            limits = optional_option("FrameReader", options, "limits", Limits)
+        if limits is None:
+            self.limits: Limits = DEFAULT_LIMITS
+        elif isinstance(limits, Limits):
+            self.limits = limits
+        else:
+            raise wrong_type("FrameReader", "limits", "Limits or None", limits)
         # In-place reading: how a message's buffer is made and its pages committed (set by
         # the transports; see the bounds above).
         self.allocate: Callable[[int], memoryview] = grown_buffer
