@@ -158,3 +158,49 @@ def test_black_out_drops_a_links_packets_silently(tmp_path: pathlib.Path) -> Non
         assert probe(2.0) == "connected"
     finally:
         network.close()
+
+
+RTT_PROBE = """
+import socket, sys, time
+times = []
+for _ in range(5):
+    start = time.perf_counter()
+    socket.create_connection((sys.argv[1], 9000), timeout=5.0).close()
+    times.append(time.perf_counter() - start)
+print(sorted(times)[2])
+"""
+
+
+def test_the_delay_line_delays_each_host_and_leaves_nothing(tmp_path: pathlib.Path) -> None:
+    """Where the kernel has no netem, the delay line holds what each host receives: a TCP
+    connect (one round trip) between two hosts of a 20 ms link takes 40 ms; closing the lab
+    stops the lines and removes the namespaces."""
+    lab = require_lab()
+    if lab.has_netem() or not lab.has_delay_line():
+        pytest.skip("netem is here (the delay line is not used), or iptables' NFQUEUE is not")
+    profile = lab.Profile("delayed", False, None, 20.0, 0.0)
+    network = lab.Lab(profile, str(tmp_path), lab.DELAY_LINE)
+    try:
+        network.build(["server", "peer"])
+        lines = [process.pid for process in network.processes]
+        assert len(lines) == 2  # one line a host
+        network.spawn("server", [sys.executable, "-c",
+                                 "import socket\n"
+                                 "s = socket.create_server(('0.0.0.0', 9000))\n"
+                                 "while True: s.accept()[0].close()"], {}, "server.log")
+        server = network.hosts["server"].address
+        seconds = -1.0
+        for _ in range(50):  # the server may take a moment to listen
+            done = subprocess.run(
+                ["ip", "netns", "exec", network.hosts["peer"].namespace, sys.executable,
+                 "-c", RTT_PROBE, server], capture_output=True, text=True, timeout=30)
+            if done.returncode == 0:
+                seconds = float(done.stdout)
+                break
+        assert 0.038 <= seconds <= 0.2, seconds
+    finally:
+        network.close()
+    assert namespaces(network.tag) == []
+    for pid in lines:
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split()[2] == "Z"

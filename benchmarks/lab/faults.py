@@ -47,7 +47,7 @@ from typing import Any, Final, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netlab import (PROFILES, Interrupted, Lab, LabError, LogDir, Replies,  # noqa: E402
-                    check_can_build, choose, has_netem, raise_on_signals, tail)
+                    check_can_build, choose, delay_method, raise_on_signals, tail)
 
 CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_client.py")
 REPLY: Final = "@fault "
@@ -348,12 +348,12 @@ class Run:
 
 def run_scheme(scheme: str, args: argparse.Namespace, log_dir: str) -> list[dict[str, Any]]:
     profile = PROFILES[args.profile]
-    if profile.needs_netem() and not args.netem:
+    if profile.needs_netem() and args.delay_by is None:
         profile = profile.without_netem()  # the faults need the bridge, not the delay
     print(f"{scheme}://: {profile.describe()}; building the network and starting the "
           "cluster", flush=True)
     rows = []
-    lab = Lab(profile, log_dir)
+    lab = Lab(profile, log_dir, args.delay_by)
     try:
         lab.build(["scheduler", *WORKERS, "client", "trickler"])
         cluster = start_cluster(lab, scheme, args.python)
@@ -453,7 +453,7 @@ def main() -> int:
     except LabError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 2
-    args.netem = has_netem()
+    args.delay_by = delay_method()
     raise_on_signals()
     logs = LogDir(args.logs)
     rows: list[dict[str, Any]] = []

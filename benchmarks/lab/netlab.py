@@ -11,7 +11,9 @@ veth pair (`eth0`, an address of SUBNET, no other route: no default route, no NA
 forwarding), the switch the other end (`p-<role>`, a bridge port). A host's uplink is shaped
 on its eth0 (tbf for the rate, netem under it for the delay and loss), its downlink on its
 bridge port (tbf, the same rate): each direction of a host's link has the rate, as on a
-full-duplex NIC, and the one-way delay between two hosts is the profile's delay. A host's
+full-duplex NIC, and the one-way delay between two hosts is the profile's delay. A kernel
+without netem gets the delay and loss from a delay line (delay_line.py: an NFQUEUE rule on
+what each host receives, and a process in the host that lets packets go late). A host's
 link can be blacked out (every packet dropped, both ways) and restored at its bridge port.
 """
 
@@ -40,6 +42,14 @@ STOP_TIMEOUT: Final = 8.0  # seconds between SIGTERM and SIGKILL of the lab's pr
 # netem's queue in packets: it holds what is in flight on a delayed link (1 Gbit x 20 ms is
 # about 1,700 packets of 1,500 bytes); its default of 1,000 would drop at that rate.
 NETEM_LIMIT: Final = 100_000
+# How a profile's delay and loss are applied: tc's netem, or where the kernel lacks it the
+# delay line (iptables' NFQUEUE and delay_line.py).
+NETEM: Final = "netem"
+DELAY_LINE: Final = "delay line"
+DELAY_LINE_SCRIPT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "delay_line.py")
+DELAY_LINE_QUEUE: Final = 0
+DELAY_LINE_READY: Final = 10.0  # seconds a delay line may take to bind its queue
 # tbf's queue, as the time its rate takes to drain it: more than a WAN round trip (40 ms),
 # so a TCP window is queued rather than dropped.
 TBF_LATENCY_MS: Final = 100
@@ -244,6 +254,29 @@ def has_netem() -> bool:
         run(["ip", "netns", "del", probe], check=False)
 
 
+def has_delay_line() -> bool:
+    """Whether the delay line can work here: iptables with the NFQUEUE target (the kernel's
+    CONFIG_NETFILTER_XT_TARGET_NFQUEUE), tried in a namespace of its own."""
+    if shutil.which("iptables") is None:
+        return False
+    probe = f"{PREFIX}{os.getpid()}-nfq"
+    try:
+        run(["ip", "netns", "add", probe])
+        return run(["ip", "netns", "exec", probe, "iptables", "-A", "INPUT", "-j", "NFQUEUE",
+                    "--queue-num", "0", "--queue-bypass"], check=False).returncode == 0
+    finally:
+        run(["ip", "netns", "del", probe], check=False)
+
+
+def delay_method() -> Optional[str]:
+    """How this machine can delay and drop packets: NETEM, DELAY_LINE, or None."""
+    if has_netem():
+        return NETEM
+    if has_delay_line():
+        return DELAY_LINE
+    return None
+
+
 def lab_namespaces() -> list[str]:
     """The names of every namespace with the lab's prefix, this run's or another's."""
     done = run(["ip", "netns", "list"], check=False)
@@ -309,8 +342,12 @@ class Host:
 class Lab:
     """The namespaces, links and processes of one network; close() removes them all."""
 
-    def __init__(self, profile: Profile, log_dir: str) -> None:
+    def __init__(self, profile: Profile, log_dir: str, delay_by: Optional[str] = NETEM) -> None:
+        if profile.needs_netem() and delay_by not in (NETEM, DELAY_LINE):
+            raise LabError(f"profile {profile.name} has a delay or loss, and nothing here "
+                           "applies them (neither netem nor the delay line)")
         self.profile = profile
+        self.delay_by = delay_by
         self.tag = f"{PREFIX}{os.getpid()}"
         self.log_dir = log_dir
         self.namespaces: list[str] = []
@@ -335,6 +372,31 @@ class Lab:
             run(["ip", "-n", self.switch, "link", "set", BRIDGE, "up"])
             for number, role in enumerate(roles, start=1):
                 self.add_host(role, f"{SUBNET}.{number}")
+            if profile.needs_netem() and self.delay_by == DELAY_LINE:
+                for role in roles:
+                    self.start_delay_line(role)
+
+    def start_delay_line(self, role: str) -> None:
+        """Delay (and drop) what `role`'s host receives on its link, by the profile: on the
+        receiving side, where the packets belong to no socket yet (held on the sending side,
+        they would count against TCP's small-queue limit, which netem sidesteps and the
+        delay line cannot: 20 ms held there let 0.3 MB/s through). Waits until the line has
+        bound its queue; the rule lets packets pass undelayed while no line is bound."""
+        profile = self.profile
+        namespace = self.hosts[role].namespace
+        run(["ip", "netns", "exec", namespace, "iptables", "-A", "INPUT", "-i", HOST_DEVICE,
+             "-j", "NFQUEUE", "--queue-num", str(DELAY_LINE_QUEUE), "--queue-bypass"])
+        line = self.spawn(role, [sys.executable, "-u", DELAY_LINE_SCRIPT,
+                                 "--queue", str(DELAY_LINE_QUEUE),
+                                 "--delay-ms", f"{profile.delay_ms:g}",
+                                 "--loss-percent", f"{profile.loss_percent:g}"],
+                          dict(os.environ), f"delay-line-{role}.log", pipes=True)
+        assert line.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(line.stdout, selectors.EVENT_READ)
+            if not selector.select(DELAY_LINE_READY) or line.stdout.readline() != b"ready\n":
+                raise LabError(f"{role}'s delay line did not start: see its log, "
+                               f"delay-line-{role}.log")
 
     def add_namespace(self, role: str) -> str:
         namespace = f"{self.tag}-{role}"
@@ -368,6 +430,8 @@ class Lab:
         too (netem under tbf: delayed packets leave at the rate)."""
         profile = self.profile
         netem = []
+        if self.delay_by != NETEM:
+            uplink = False  # the delay line applies them
         if uplink and profile.delay_ms:
             netem += ["delay", f"{profile.delay_ms:g}ms"]
         if uplink and profile.loss_percent:

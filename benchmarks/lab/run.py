@@ -40,7 +40,7 @@ from typing import Any, Final, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netlab import (PROFILES, Interrupted, Lab, LabError, LogDir, Replies,  # noqa: E402
-                    check_can_build, choose, clean_leftovers, has_netem, raise_on_signals)
+                    check_can_build, choose, clean_leftovers, delay_method, raise_on_signals)
 
 CLIENT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client.py")
 REPLY: Final = "@lab "
@@ -215,14 +215,14 @@ def busiest(before: dict[str, int], after: dict[str, int]) -> int:
 def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str],
                 workloads: list[str], log_dir: str) -> list[dict[str, Any]]:
     profile = PROFILES[profile_name]
-    if profile.needs_netem() and not args.netem:
-        print(f"{profile_name}: no netem in this kernel: its delay and loss are not applied",
-              flush=True)
+    if profile.needs_netem() and args.delay_by is None:
+        print(f"{profile_name}: neither netem nor the delay line here: its delay and loss are "
+              "not applied", flush=True)
         profile = profile.without_netem()
     workers = [f"w{number}" for number in range(1, args.workers + 1)]
     print(f"{profile_name}: {profile.describe()}; building the network and starting "
           f"{len(variants)} cluster{'s' if len(variants) > 1 else ''}", flush=True)
-    lab = Lab(profile, log_dir)
+    lab = Lab(profile, log_dir, args.delay_by)
     try:
         lab.build(["scheduler"] + workers + ["client"])
         clients = start_clusters(lab, args, variants, workers)
@@ -268,7 +268,8 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
             link_rate = statistics.median(rates[(workload, variant)])
             rows.append({
                 "profile": profile_name, "workload": workload, "variant": variant,
-                "network": profile.describe(),
+                "network": profile.describe() + (
+                    f" (by the {args.delay_by})" if profile.needs_netem() else ""),
                 "median_s": statistics.median(own),
                 "ratio_to_tcp": ratio(own, tcp),
                 "base": BASE.get(variant, "tcp"),
@@ -327,8 +328,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds one request to a client may take")
     parser.add_argument("--without-netem", action="store_true",
-                        help="where the kernel has no netem, run profiles with a delay or "
-                        "loss with their rate alone (marked in the report) instead of refusing")
+                        help="run profiles with their rate alone, without their delay and "
+                        "loss (marked in the report): where neither netem nor the delay line "
+                        "(iptables' NFQUEUE) is here, instead of refusing")
     parser.add_argument("--json", metavar="FILE", help="write the rows to FILE")
     parser.add_argument("--logs", metavar="DIR", help="keep the processes' logs in DIR")
     parser.add_argument("--clean", action="store_true",
@@ -346,17 +348,17 @@ def main() -> int:
     except LabError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 2
-    args.netem = has_netem()
+    args.delay_by = None if args.without_netem else delay_method()
     if args.clean:
         removed = clean_leftovers(args.force)
         print(f"removed {len(removed)} namespaces" + (f": {', '.join(removed)}"
                                                        if removed else ""))
         return 0
     missing = [name for name in profiles if PROFILES[name].needs_netem()]
-    if missing and not args.netem and not args.without_netem:
+    if missing and args.delay_by is None and not args.without_netem:
         print(f"lab: the profiles {', '.join(missing)} need tc's netem (delay, loss), which "
-              "this kernel lacks; --without-netem runs them with their rate alone",
-              file=sys.stderr)
+              "this kernel lacks, or the delay line (iptables with the NFQUEUE target, not "
+              "found); --without-netem runs them with their rate alone", file=sys.stderr)
         return 2
     raise_on_signals()
     logs = LogDir(args.logs)
