@@ -31,7 +31,7 @@ from fastser.errors import DeserializationError, FrameError, RefusedFamilyError,
 from fastser.frame_types import Frame
 from fastser.frames.adaptive import LinkRate
 from fastser.frames.compression import available_compressions
-from fastser.frames.stream import FrameReader, coalesce, pack_frames_prelude
+from fastser.frames.stream import coalesce, pack_frames_prelude, reader_for
 from fastser.limits import Limits
 from fastser.transport.receive_buffer import populate, receive_buffer
 from fastser.transport.send_clock import TIMED_BYTES, SendClock, link_to
@@ -56,7 +56,7 @@ async def read_frames(stream: IOStream, limits: Limits) -> list[memoryview]:
     memory from 32 MiB on), each of 64 KiB or more at a 16-byte aligned offset: the frames
     are writeable, arrays on them aligned, and the pieces of a split payload adjacent, so
     loads joins them without a copy."""
-    reader = FrameReader(limits)
+    reader = reader_for(limits)
     # Looked up here, not bound once: tests and benchmarks/comm_receive.py replace them.
     reader.allocate = receive_buffer
     reader.populate = populate

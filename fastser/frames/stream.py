@@ -282,7 +282,7 @@ def unpack_frames(buf: Frame, *, limits: Optional[Limits] = None) -> list[memory
     Returns: views into `buf` (no copy): they alias its memory and are writeable when it is.
     Raises: FrameError unless `buf` holds exactly one complete message within `limits`.
     """
-    reader = FrameReader(limits)  # checks `limits`
+    reader = reader_for(limits)
     view = byte_view(buf)
     size = view.nbytes
     # The reader parses and checks the prelude in place (the lengths, once present, are
@@ -316,6 +316,15 @@ def populate_nothing(view: memoryview, start: int, stop: int) -> None:
 def new_lengths() -> "array.array[int]":
     """An empty array of a prelude's frame lengths: 8 bytes each (a tuple of ints costs 40)."""
     return array.array("Q")
+
+
+def reader_for(limits: Optional[Limits]) -> "FrameReader":
+    """A FrameReader for `limits`, which the caller has checked, without FrameReader()'s
+    argument handling (a tuple and a dict a call): the readers make one per message."""
+    reader = FrameReader()
+    if limits is not None:
+        reader.limits = limits
+    return reader
 
 
 class ReaderOptions(TypedDict, total=False):

@@ -13,7 +13,7 @@ from typing import Final
 
 # READ_BYTES: the most a reader asks for a read, and so populates ahead of the bytes; kept
 # here too for the readers that choose spans themselves (benchmarks/comm_receive.py).
-from fastser.frames.stream import READ_BYTES as READ_BYTES, FrameReader
+from fastser.frames.stream import READ_BYTES as READ_BYTES, FrameReader, reader_for
 from fastser.limits import Limits
 
 # Messages of this size or more are received into an anonymous mmap, whose pages are
@@ -33,7 +33,7 @@ POPULATE_WRITE: Final = 23
 def in_place_reader(limits: Limits) -> FrameReader:
     """A FrameReader for a transport that reads into its buffers in place: these buffers,
     populated ahead of each read (READ_BYTES, frames.stream's, at most)."""
-    reader = FrameReader(limits)
+    reader = reader_for(limits)
     reader.allocate = receive_buffer
     reader.populate = populate
     return reader
