@@ -1,5 +1,6 @@
 """Compression chosen for the link: LinkRate, the cost model, and Encoder(link=...)."""
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from fastser.frames.compression import available_compressions
 # int64 of small values: lz4 keeps about a third, zstd under a tenth (frames.adaptive).
 SMALL_INTS = np.random.default_rng(3).integers(0, 16, 500_000, dtype=np.int64)
 RANDOM = np.random.default_rng(4).random(500_000)
+AT = 1000.0  # a time.monotonic() reading, for tests that fix the clock
 BOTH = all(name in available_compressions() for name in ("lz4", "zstd"))
 
 
@@ -23,7 +25,8 @@ def fixed_costs() -> Iterator[None]:
     """Each test starts from the starting costs, and leaves them so."""
     starts = ((adaptive.costs, adaptive.START_COSTS),
               (adaptive.compress_costs, adaptive.START_COMPRESS_COSTS),
-              (adaptive.frame_scales, dict.fromkeys(adaptive.START_COSTS, 1.0)))
+              (adaptive.frame_scales, dict.fromkeys(adaptive.START_COSTS, 1.0)),
+              (adaptive.scaled_at, dict.fromkeys(adaptive.START_COSTS, 0.0)))
     saved = [dict(running) for running, _ in starts]
     for running, start in starts:
         running.update(start)
@@ -106,32 +109,33 @@ def test_a_sample_counts_in_the_running_cost_within_bounds() -> None:
 
 def test_whole_frames_scale_the_cost_by_what_they_took() -> None:
     link = link_of(117e6)  # 1 Gbit: a byte on the wire costs 8.5 ns
-    assert adaptive.pays(0.35, adaptive.cost_of("lz4"), link)
+    assert adaptive.pays(0.35, adaptive.cost_of("lz4", AT), link)
     sample = adaptive.compress_costs["lz4"]
     full = adaptive.FULL_WEIGHT_BYTES
+    # All at one instant (AT): how the scale ages is test_what_whole_frames_showed_ages.
     # A busy machine: whole frames took 5x their sample price (the compressing thread
     # waited for a core); two of them and lz4 no longer pays on this link.
     for _ in range(2):
-        adaptive.counted_frame("lz4", full, 0.35, full * 5 * sample)
+        adaptive.counted_frame("lz4", full, 0.35, full * 5 * sample, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(4.0)
-    assert adaptive.cost_of("lz4") == pytest.approx(4.0 * adaptive.costs["lz4"])
-    assert not adaptive.pays(0.35, adaptive.cost_of("lz4"), link)
-    assert adaptive.frame_scales["zstd"] == 1.0  # each compressor its own
+    assert adaptive.cost_of("lz4", AT) == pytest.approx(4.0 * adaptive.costs["lz4"])
+    assert not adaptive.pays(0.35, adaptive.cost_of("lz4", AT), link)
+    assert adaptive.scale_of("zstd", AT) == 1.0  # each compressor its own
     # A small frame counts in proportion; incompressible or untimed ones not at all.
-    adaptive.counted_frame("lz4", full // 4, 0.35, full // 4 * sample)
+    adaptive.counted_frame("lz4", full // 4, 0.35, full // 4 * sample, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(4.0 + 0.125 * (1.0 - 4.0))
     scale = adaptive.frame_scales["lz4"]
-    adaptive.counted_frame("lz4", full, 0.95, full * sample)
-    adaptive.counted_frame("lz4", full, 0.35, 0.0)
-    adaptive.counted_frame("lz4", 0, 0.35, 1.0)
+    adaptive.counted_frame("lz4", full, 0.95, full * sample, now=AT)
+    adaptive.counted_frame("lz4", full, 0.35, 0.0, now=AT)
+    adaptive.counted_frame("lz4", 0, 0.35, 1.0, now=AT)
     assert adaptive.frame_scales["lz4"] == scale
     # One preempted frame moves it at most to MAX_SCALE, half way.
-    adaptive.counted_frame("lz4", full, 0.35, 1e6)
+    adaptive.counted_frame("lz4", full, 0.35, 1e6, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(
         scale + adaptive.SCALE_WEIGHT * (adaptive.MAX_SCALE - scale))
     # The idle machine again: the scale comes back.
     for _ in range(20):
-        adaptive.counted_frame("lz4", full, 0.35, full * sample)
+        adaptive.counted_frame("lz4", full, 0.35, full * sample, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(1.0, rel=1e-3)
 
 
@@ -173,9 +177,40 @@ def test_a_busy_machine_compresses_less() -> None:
     assert adaptive.frame_scales[chosen] != 1.0  # the whole frame was timed
     # Whole frames that took MAX_SCALE times their samples: nothing pays on 1 Gbit.
     adaptive.frame_scales.update(dict.fromkeys(adaptive.frame_scales, adaptive.MAX_SCALE))
+    adaptive.scaled_at.update(dict.fromkeys(adaptive.scaled_at, time.monotonic()))
     frames = encoder.dumps({"x": Serialize(SMALL_INTS)})
     assert compressions(frames) == [None]
     assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
+    # The busy moment passed long ago, and no frame was timed since (none was compressed):
+    # compressing is tried again.
+    adaptive.scaled_at.update(dict.fromkeys(adaptive.scaled_at,
+                                            time.monotonic() - 10 * adaptive.SCALE_HALF_LIFE))
+    (chosen,) = compressions(encoder.dumps({"x": Serialize(SMALL_INTS)}))
+    assert chosen is not None
+
+
+def test_what_whole_frames_showed_ages() -> None:
+    sample = adaptive.compress_costs["zstd"]
+    full = adaptive.FULL_WEIGHT_BYTES
+    adaptive.counted_frame("zstd", full, 0.1, full * 9 * sample, now=100.0)
+    assert adaptive.scale_of("zstd", 100.0) == pytest.approx(5.0)
+    half = adaptive.SCALE_HALF_LIFE
+    assert adaptive.scale_of("zstd", 100.0 + half) == pytest.approx(3.0)
+    assert adaptive.scale_of("zstd", 100.0 + 2 * half) == pytest.approx(2.0)
+    assert adaptive.cost_of("zstd", 100.0 + 2 * half) == pytest.approx(
+        2.0 * adaptive.costs["zstd"])
+    # A frame timed later moves the scale from where it had come to: an idle frame after
+    # one half-life, half way from 3 to 1.
+    adaptive.counted_frame("zstd", full, 0.1, full * sample, now=100.0 + half)
+    assert adaptive.scale_of("zstd", 100.0 + half) == pytest.approx(2.0)
+    # A scale under 1 (frames cheaper than their samples) comes back up to 1 alike.
+    adaptive.counted_frame("lz4", full, 0.3, full * adaptive.compress_costs["lz4"] / 4,
+                           now=50.0)
+    low = adaptive.scale_of("lz4", 50.0)
+    assert low == pytest.approx(0.75)  # seen at MIN_SCALE, half way
+    assert adaptive.scale_of("lz4", 50.0 + half) == pytest.approx(1.0 - (1.0 - low) / 2)
+    # A clock that went back does not make a scale grow.
+    assert adaptive.scale_of("zstd", 0.0) == adaptive.frame_scales["zstd"]
 
 
 @pytest.mark.skipif("lz4" not in available_compressions(), reason="needs lz4")

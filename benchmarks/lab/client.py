@@ -90,7 +90,7 @@ def fastser_seen() -> dict[str, Any]:
                            for host, link in send_clock._links.items() if link.samples},
             "cost_ns": {name: round(adaptive.cost_of(name) * 1e9, 2) for name in adaptive.costs
                         if name != "zlib"},
-            "frame_scale": {name: round(scale, 2) for name, scale in adaptive.frame_scales.items()
+            "frame_scale": {name: round(adaptive.scale_of(name), 2) for name in adaptive.costs
                             if name != "zlib"}}
 
 

@@ -2,7 +2,7 @@
 sooner, and with which compressor, from the rate the peer takes bytes at (a LinkRate that a
 transport feeds as it sends) and what compressing and inflating cost on this machine
 (timed on the sample that frames.compression takes of each frame anyway, and scaled by
-what whole frames took as they were compressed). Sits on arguments.
+what whole frames took as they were compressed lately). Sits on arguments.
 
 Model: a message is compressed whole, sent, then inflated whole (nothing overlaps). A frame
 of S bytes sent as it is takes S / L at a link rate of L bytes a second; compressed to
@@ -12,7 +12,9 @@ even a frame that vanished (r = 0) could not pay, no sample is taken: a link fas
 the compressor (loopback, an unshaped veth pair, often 10 Gbit) pays no tax for the choice.
 """
 
-from typing import Final
+import math
+import time
+from typing import Final, Optional
 
 from fastser.arguments import check_int
 
@@ -55,6 +57,15 @@ OUTLIER: Final = 4.0
 SCALE_WEIGHT: Final = 0.5
 MIN_SCALE: Final = 0.5
 MAX_SCALE: Final = 16.0
+# What whole frames showed ages: the cores' other work comes and goes, and a compressor
+# that is not chosen times no frame, so its scale would keep what one busy moment said. In
+# the lab, the first frames (compressed while six clusters started at once) took 7-18 ns a
+# byte with zstd and 15 with lz4, against 2-6 for their samples; the scales they left
+# (5-6.5) kept a 1 Gbit link from being compressed for the rest of the run. Each
+# SCALE_HALF_LIFE seconds without a frame timed halve a scale's distance from 1 (the
+# samples' price), so a compressor is tried again within a few half-lives, and on a machine
+# that is still busy its next frame puts the scale back up.
+SCALE_HALF_LIFE: Final = 10.0
 
 
 class LinkRate:
@@ -93,6 +104,8 @@ class LinkRate:
 costs: Final = dict(START_COSTS)
 compress_costs: Final = dict(START_COMPRESS_COSTS)
 frame_scales: Final = {name: 1.0 for name in START_COSTS}
+# When each scale was last moved by a frame (time.monotonic).
+scaled_at: Final = {name: 0.0 for name in START_COSTS}
 
 
 def followed(cost: float, sample: float) -> float:
@@ -110,21 +123,37 @@ def counted_cost(name: str, ratio: float, compressing: float, inflating: float) 
         compress_costs[name] = followed(compress_costs[name], compressing)
 
 
-def counted_frame(name: str, nbytes: int, ratio: float, seconds: float) -> None:
+def scale_of(name: str, now: Optional[float] = None) -> float:
+    """The scale of `name`'s cost that its whole frames showed, at `now` (time.monotonic
+    by default): nearer 1 the longer ago they were timed (SCALE_HALF_LIFE)."""
+    scale = frame_scales[name]
+    age = (time.monotonic() if now is None else now) - scaled_at[name]
+    if scale == 1.0 or age <= 0.0:
+        return scale
+    return 1.0 + (scale - 1.0) * math.pow(0.5, age / SCALE_HALF_LIFE)
+
+
+def counted_frame(name: str, nbytes: int, ratio: float, seconds: float,
+                  now: Optional[float] = None) -> None:
     """Let a whole frame of `nbytes`, compressed to `ratio` in `seconds` (wall clock),
-    count in the scale of `name`'s cost (SCALE_WEIGHT)."""
+    count in the scale of `name`'s cost (SCALE_WEIGHT), at `now` (time.monotonic by
+    default)."""
     if ratio > COUNTED_RATIO or nbytes <= 0 or not seconds > 0.0:
         return
+    if now is None:
+        now = time.monotonic()
     seen = seconds / nbytes / compress_costs[name]
     seen = min(MAX_SCALE, max(MIN_SCALE, seen))
     weight = SCALE_WEIGHT * min(1.0, nbytes / FULL_WEIGHT_BYTES)
-    frame_scales[name] += weight * (seen - frame_scales[name])
+    scale = scale_of(name, now)
+    frame_scales[name] = scale + weight * (seen - scale)
+    scaled_at[name] = now
 
 
-def cost_of(name: str) -> float:
+def cost_of(name: str, now: Optional[float] = None) -> float:
     """What compressing and inflating a byte with `name` costs (c + d), as samples and
-    whole frames measured it."""
-    return costs[name] * frame_scales[name]
+    whole frames measured it, at `now` (time.monotonic by default)."""
+    return costs[name] * scale_of(name, now)
 
 
 def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
@@ -133,7 +162,8 @@ def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
     rate = link.bytes_per_second
     if rate == 0.0:
         return True
-    cheapest = min(cost_of(name) for name in names)
+    now = time.monotonic()
+    cheapest = min(cost_of(name, now) for name in names)
     return cheapest * MARGIN * rate < 1.0
 
 
