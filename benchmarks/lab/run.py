@@ -23,7 +23,10 @@ Each round runs every workload on every variant, the variants in an order rotate
 to round, each run once the lab's processes are quiet. The report gives per profile,
 workload and variant the median time, the median over rounds of the per-round ratio of the
 variant's time to tcp's (below 1: faster than tcp), and the bytes that crossed the busiest
-direction of a host's link per second, as a fraction of the link's rate (`link`). Everything
+direction of a host's link per second, as a fraction of the link's rate (`link`), and the
+CPU time every process of the lab took over the run, as a fraction of the machine's cores
+(`cpu`; all hosts share them here: near 1, every core was busy; near 1 / cores, one
+thread, such as a sender compressing, may have been the limit). Everything
 the lab made is removed when it ends, fails or is interrupted; `--clean` removes what a
 killed run left (`--force`: also that of runs still going).
 """
@@ -74,6 +77,9 @@ QUIET_SHARE: Final = 0.01
 QUIET_WINDOW: Final = 0.2
 QUIET_TIMEOUT: Final = 10.0
 TICKS: Final = os.sysconf("SC_CLK_TCK")
+# The machine's cores, which every host of the lab shares: a run whose processes kept them
+# all busy (cpu_fraction near 1) was limited by the CPU, not by the link.
+CORES: Final = len(os.sched_getaffinity(0))
 
 
 class ClientProcess:
@@ -228,6 +234,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
         clients = start_clusters(lab, args, variants, workers)
         times: dict[tuple[str, str], list[float]] = {}
         rates: dict[tuple[str, str], list[float]] = {}
+        cpus: dict[tuple[str, str], list[float]] = {}
         seen_by: dict[str, Any] = {}
         busy = 0
         for round_ in range(args.rounds):
@@ -240,12 +247,16 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                                args.timeout)
                     if not settle(lab):
                         busy += 1
-                    before = lab.link_bytes()
+                    pids = lab.pids()
+                    before, cpu_before = lab.link_bytes(), cpu_seconds(pids)
                     result = client.ask({"op": "run"}, args.timeout)
                     moved = busiest(before, lab.link_bytes())
+                    cpu = cpu_seconds(pids) - cpu_before
                     times.setdefault((workload, variant), []).append(result["seconds"])
                     rates.setdefault((workload, variant), []).append(
                         moved / result["seconds"])
+                    cpus.setdefault((workload, variant), []).append(
+                        cpu / result["seconds"] / CORES)
             print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
         for variant, client in clients.items():
             if VARIANTS[variant][0].startswith("fastser"):
@@ -277,6 +288,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                 "link_fraction": (link_rate * 8 / profile.rate_bit
                                   if profile.rate_bit is not None else None),
                 "link_mb_s": link_rate / 1e6,
+                "cpu_fraction": statistics.median(cpus[(workload, variant)]),
                 "times_s": own,
                 "fastser_seen": seen_by.get(variant),
             })
@@ -294,7 +306,7 @@ def ratio(own: list[float], other: Optional[list[float]]) -> Optional[float]:
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"{'profile':9s} {'workload':16s} {'variant':13s} {'median':>9s} {'/tcp':>6s} "
-          f"{'/tls':>6s} {'link MB/s':>10s} {'link':>6s}")
+          f"{'/tls':>6s} {'link MB/s':>10s} {'link':>6s} {'cpu':>5s}")
     for row in rows:
         tcp = "" if row["ratio_to_tcp"] is None else f"{row['ratio_to_tcp']:.2f}"
         tls = f"{row['ratio_to_base']:.2f}" if row["base"] == "tls" and \
@@ -302,7 +314,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         fraction = "" if row["link_fraction"] is None else f"{row['link_fraction']:.2f}"
         print(f"{row['profile']:9s} {row['workload']:16s} {row['variant']:13s} "
               f"{row['median_s']:8.3f}s {tcp:>6s} {tls:>6s} {row['link_mb_s']:10.1f} "
-              f"{fraction:>6s}")
+              f"{fraction:>6s} {row['cpu_fraction']:5.2f}")
 
 
 def main() -> int:
