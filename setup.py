@@ -101,4 +101,12 @@ def extensions() -> list:
                     target_dir=os.path.join(BUILD_BASE, "mypyc"))
 
 
-setup(ext_modules=extensions(), options={"build": {"build_base": BUILD_BASE}})
+# The egg-info too: setuptools rewrites it through temporary files in its folder (the
+# source folder by default), and two installs at once failed on each other's
+# ("No such file or directory: 'fastser.egg-info/tmp...'"). An sdist packs that folder
+# under its own path, so an sdist keeps it in the source folder.
+OPTIONS = {"build": {"build_base": BUILD_BASE}}
+if "sdist" not in sys.argv[1:]:
+    OPTIONS["egg_info"] = {"egg_base": BUILD_BASE}
+
+setup(ext_modules=extensions(), options=OPTIONS)
