@@ -61,8 +61,8 @@ MAX_SCALE: Final = 16.0
 # that is not chosen times no frame, so its scale would keep what one busy moment said. In
 # the lab, the first frames (compressed while six clusters started at once) took 7-18 ns a
 # byte with zstd and 15 with lz4, against 2-6 for their samples; the scales they left
-# (5-6.5) kept a 1 Gbit link from being compressed for the rest of the run. Each
-# SCALE_HALF_LIFE seconds without a frame timed halve a scale's distance from 1 (the
+# (5-6.5) kept a 1 Gbit link from being compressed for the rest of the run. Every
+# SCALE_HALF_LIFE seconds without a frame timed halves a scale's distance from 1 (the
 # samples' price), so a compressor is tried again within a few half-lives, and on a machine
 # that is still busy its next frame puts the scale back up.
 SCALE_HALF_LIFE: Final = 10.0
