@@ -15,10 +15,10 @@ import json
 import os
 from typing import Any
 
-PROFILES = ("1gbit", "100mbit", "wan", "veth", "loopback")
-WORKLOADS = ("transfer-random", "transfer-small", "shuffle", "gather", "map")
-VARIANTS = ("tcp", "tcp-lz4", "fastser", "fastser-none", "fastser-lz4", "fastser-zstd")
-TLS_VARIANTS = ("tcp", "fastser", "tls", "fastser-tls")
+from netlab import PROFILES
+from run import BASE, DEFAULT_VARIANTS, WORKLOADS
+
+TLS_VARIANTS = ("tcp", "fastser", *BASE)
 
 
 def cell(row: dict[str, Any], tls: bool) -> str:
@@ -39,7 +39,7 @@ def cell(row: dict[str, Any], tls: bool) -> str:
 
 
 def table(files: list[str], tls: bool) -> str:
-    variants = TLS_VARIANTS if tls else VARIANTS
+    variants = TLS_VARIANTS if tls else DEFAULT_VARIANTS
     taken: dict[tuple[str, str], tuple[str, dict[str, dict[str, Any]]]] = {}
     for name in files:
         with open(name) as file:
