@@ -125,6 +125,19 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICKS
 
 
+def cpu_wait_seconds() -> Optional[float]:
+    """Seconds in which some runnable task of this machine waited for a core (Linux's
+    pressure stall information, "some"); None where the kernel does not keep it."""
+    try:
+        with open("/proc/pressure/cpu") as file:
+            for line in file:
+                if line.startswith("some "):
+                    return int(line.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def settle(lab: Lab) -> bool:
     """Wait until the lab's processes are quiet; False if still busy at QUIET_TIMEOUT."""
     deadline = time.monotonic() + QUIET_TIMEOUT
@@ -235,6 +248,7 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
         times: dict[tuple[str, str], list[float]] = {}
         rates: dict[tuple[str, str], list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
+        waits: dict[tuple[str, str], list[float]] = {}
         seen_by: dict[str, Any] = {}
         busy = 0
         for round_ in range(args.rounds):
@@ -249,9 +263,14 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                         busy += 1
                     pids = lab.pids()
                     before, cpu_before = lab.link_bytes(), cpu_seconds(pids)
+                    wait_before = cpu_wait_seconds()
                     result = client.ask({"op": "run"}, args.timeout)
                     moved = busiest(before, lab.link_bytes())
                     cpu = cpu_seconds(pids) - cpu_before
+                    wait_after = cpu_wait_seconds()
+                    if wait_before is not None and wait_after is not None:
+                        waits.setdefault((workload, variant), []).append(
+                            (wait_after - wait_before) / result["seconds"])
                     times.setdefault((workload, variant), []).append(result["seconds"])
                     rates.setdefault((workload, variant), []).append(
                         moved / result["seconds"])
@@ -289,6 +308,8 @@ def run_profile(profile_name: str, args: argparse.Namespace, variants: list[str]
                                   if profile.rate_bit is not None else None),
                 "link_mb_s": link_rate / 1e6,
                 "cpu_fraction": statistics.median(cpus[(workload, variant)]),
+                "cpu_waiting": (statistics.median(waits[(workload, variant)])
+                                if (workload, variant) in waits else None),
                 "times_s": own,
                 "fastser_seen": seen_by.get(variant),
             })
@@ -306,15 +327,16 @@ def ratio(own: list[float], other: Optional[list[float]]) -> Optional[float]:
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"{'profile':9s} {'workload':16s} {'variant':13s} {'median':>9s} {'/tcp':>6s} "
-          f"{'/tls':>6s} {'link MB/s':>10s} {'link':>6s} {'cpu':>5s}")
+          f"{'/tls':>6s} {'link MB/s':>10s} {'link':>6s} {'cpu':>5s} {'wait':>5s}")
     for row in rows:
         tcp = "" if row["ratio_to_tcp"] is None else f"{row['ratio_to_tcp']:.2f}"
         tls = f"{row['ratio_to_base']:.2f}" if row["base"] == "tls" and \
             row["ratio_to_base"] is not None else ""
         fraction = "" if row["link_fraction"] is None else f"{row['link_fraction']:.2f}"
+        waiting = "" if row.get("cpu_waiting") is None else f"{row['cpu_waiting']:.2f}"
         print(f"{row['profile']:9s} {row['workload']:16s} {row['variant']:13s} "
               f"{row['median_s']:8.3f}s {tcp:>6s} {tls:>6s} {row['link_mb_s']:10.1f} "
-              f"{fraction:>6s} {row['cpu_fraction']:5.2f}")
+              f"{fraction:>6s} {row['cpu_fraction']:5.2f} {waiting:>5s}")
 
 
 def main() -> int:
