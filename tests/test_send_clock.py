@@ -27,6 +27,19 @@ def connected_pair(receive_buffer: int,
     return sender, receiver
 
 
+def read_slowly(receiver: socket.socket, taken: list[float]) -> None:
+    """Read 8 MiB, 64 KiB every 10 ms (~6.5 MB/s); `taken` gets the bytes and seconds."""
+    start = time.perf_counter()
+    deadline = start + 30
+    while taken[0] < 8 << 20 and time.perf_counter() < deadline:
+        data = receiver.recv(1 << 16)
+        if not data:
+            break
+        taken[0] += len(data)
+        time.sleep(0.01)
+    taken[1] = time.perf_counter() - start
+
+
 @pytest.mark.skipif(not LINUX, reason="TIOCOUTQ is Linux's")
 def test_unsent_bytes_counts_what_the_kernel_holds() -> None:
     sender, receiver = connected_pair(4096)
@@ -50,23 +63,11 @@ def test_a_throttled_reader_is_measured_near_its_rate() -> None:
     # which the kernel's send buffer (2 MiB asked: Linux doubles it) still holds about half
     # when sendall returns: counting those bytes would double the rate.
     sender, receiver = connected_pair(1 << 16, 2 << 20)
-    taken = [0, 0.0]
-
-    def read() -> None:
-        start = time.perf_counter()
-        deadline = start + 30
-        while taken[0] < 8 << 20 and time.perf_counter() < deadline:
-            data = receiver.recv(1 << 16)
-            if not data:
-                break
-            taken[0] += len(data)
-            time.sleep(0.01)
-        taken[1] = time.perf_counter() - start
-
+    taken = [0.0, 0.0]
     link = LinkRate()
-    clock = SendClock(link, sender.fileno())
+    clock = SendClock(link, sender)
     with sender, receiver:
-        thread = threading.Thread(target=read)
+        thread = threading.Thread(target=read_slowly, args=(receiver, taken))
         thread.start()
         clock.queued(8 << 20)
         sender.sendall(bytes(8 << 20))
@@ -79,9 +80,35 @@ def test_a_throttled_reader_is_measured_near_its_rate() -> None:
     assert 0.5 * actual < link.bytes_per_second < high * actual, (link, actual)
 
 
+@pytest.mark.skipif(not LINUX, reason="the kernel's busy time (TCP_INFO) is Linux's")
+def test_a_sender_that_comes_back_late_still_measures_the_reader() -> None:
+    # A busy event loop sees its send flushed long after the kernel took the last byte: by
+    # our own clock, the 8 MiB taken by a ~6.5 MB/s reader in ~1.3 s would read as taken
+    # in 3 s and more. The kernel's record counts only the time it was busy sending.
+    assert send_clock.sending_record(None) is None
+    sender, receiver = connected_pair(1 << 16, 2 << 20)
+    taken = [0.0, 0.0]
+    link = LinkRate()
+    clock = SendClock(link, sender)
+    with sender, receiver:
+        record = send_clock.sending_record(sender)
+        assert record is not None and record[0] >= 0
+        thread = threading.Thread(target=read_slowly, args=(receiver, taken))
+        thread.start()
+        clock.queued(8 << 20)
+        sender.sendall(bytes(8 << 20))
+        thread.join(40)
+        time.sleep(1.0)  # the flush seen a second after the reader took the last byte
+        clock.flushed(True)
+    actual = taken[0] / taken[1]
+    assert link.samples == 1
+    assert 0.7 * actual < link.bytes_per_second < 1.5 * actual, (link, actual)
+    assert send_clock.sending_record(sender) is None  # closed
+
+
 def test_overlapping_sends_are_one_stretch_and_failures_count_nothing() -> None:
     link = LinkRate()
-    clock = SendClock(link, -1)
+    clock = SendClock(link, None)
     clock.queued(1 << 20)
     clock.queued(1 << 20)
     time.sleep(0.002)

@@ -162,10 +162,10 @@ class FastserComm:
             stream = self.stream
             try:
                 host = get_address_host(self.peer_address)
-                fileno = stream.socket.fileno() if stream is not None else -1
+                sock = stream.socket if stream is not None else None
             except (ValueError, AttributeError, OSError):
                 return None
-            self.clock = SendClock(link_to(host), fileno)
+            self.clock = SendClock(link_to(host), sock)
         return self.clock.link
 
     def decoder(self, deserializers: Optional[Sequence[str]]) -> "MessageDecoder":
