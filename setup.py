@@ -45,6 +45,7 @@ COMPILED_MODULES = [
     # frames (address.py stays interpreted: see above)
     "fastser/frames/placed.py",
     "fastser/frames/split.py",
+    "fastser/frames/cores.py",
     "fastser/frames/adaptive.py",
     "fastser/frames/compression.py",
     "fastser/frames/stream.py",

@@ -1,5 +1,8 @@
 """Compression chosen for the link: LinkRate, the cost model, and Encoder(link=...)."""
 
+import os
+import pathlib
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +15,7 @@ import fastser
 from fastser import Encoder, LinkRate, Serialize
 from fastser.frames import adaptive
 from fastser.frames.compression import available_compressions
+from fastser.frames.cores import ALL_FREE, FORGOTTEN_AFTER, READ_EVERY, FreeCores, read_idle
 
 # int64 of small values: lz4 keeps about a third, zstd under a tenth (frames.adaptive).
 SMALL_INTS = np.random.default_rng(3).integers(0, 16, 500_000, dtype=np.int64)
@@ -30,11 +34,32 @@ def fixed_costs() -> Iterator[None]:
     saved = [dict(running) for running, _ in starts]
     for running, start in starts:
         running.update(start)
+    # The machine's own cores read as free (a test that wants them busy gives a file).
+    saved_path = adaptive.cores.path
+    use_stat_file(MISSING)
     try:
         yield
     finally:
         for (running, _), kept in zip(starts, saved):
             running.update(kept)
+        use_stat_file(saved_path)
+
+
+MISSING = "/nonexistent/fastser-test/stat"
+
+
+def use_stat_file(path: str) -> None:
+    """Let adaptive.cores read `path`, from scratch."""
+    cores = adaptive.cores
+    cores.path = path
+    cores.read_at, cores.idle, cores.free = -FORGOTTEN_AFTER, -1, ALL_FREE
+
+
+def stat_text(idle: int, busy: int, cores: int = 2) -> str:
+    """A /proc/stat of `cores` cores that have been `idle` and `busy` ticks in all."""
+    return (f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\n"
+            + "".join(f"cpu{n} 0 0 0 0 0 0 0 0 0 0\n" for n in range(cores))
+            + "intr 1 2 3\n")
 
 
 def link_of(bytes_per_second: float) -> LinkRate:
@@ -187,6 +212,83 @@ def test_a_busy_machine_compresses_less() -> None:
                                             time.monotonic() - 10 * adaptive.SCALE_HALF_LIFE))
     (chosen,) = compressions(encoder.dumps({"x": Serialize(SMALL_INTS)}))
     assert chosen is not None
+
+
+def test_free_cores_are_the_idle_ones_and_what_compressing_took(
+        tmp_path: pathlib.Path) -> None:
+    stat = tmp_path / "stat"
+    assert read_idle(str(stat)) is None  # missing
+    stat.write_text(stat_text(idle=100, busy=50, cores=4))
+    assert read_idle(str(stat)) == (100, 150, 4)
+    for junk in ("", "intr 1 2\n", "cpu  1 2 x 4 5\ncpu0 1\n", "cpu  1 2\ncpu0 1\n",
+                 "cpu  1 2 3 4 5 6\n", "\x00\xff" * 100):
+        stat.write_text(junk, encoding="latin-1")
+        assert read_idle(str(stat)) is None, junk
+    free = FreeCores(str(stat))
+    stat.write_text(stat_text(idle=0, busy=0))
+    assert free.free_at(AT) == ALL_FREE  # nothing to compare the first read with
+    # Half a second later: 20 of 100 ticks idle on 2 cores (0.4 of a core), and this
+    # process compressed for 0.1 s of it (0.2 of a core).
+    stat.write_text(stat_text(idle=20, busy=80))
+    free.compressed(0.1)
+    free.compressed(-1.0)  # counts nothing
+    assert free.free_at(AT + 0.5) == pytest.approx(0.4 + 0.2)
+    stat.write_text(stat_text(idle=120, busy=80))
+    assert free.free_at(AT + 0.5 + READ_EVERY / 2) == pytest.approx(0.6)  # not read again
+    assert free.free_at(AT + 1.0) == pytest.approx(2.0)  # all idle since
+    stat.write_text(stat_text(idle=120, busy=180))
+    assert free.free_at(AT + 1.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # too long ago to say
+    stat.write_text(stat_text(idle=120, busy=280))
+    assert free.free_at(AT + 1.5 + FORGOTTEN_AFTER + 1) == 0.0  # busy since
+    stat.unlink()
+    assert free.free_at(AT + 2.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # gone: unknown
+    stat.write_text(stat_text(idle=120, busy=380))
+    assert free.free_at(AT + 2.5 + FORGOTTEN_AFTER + 1) == ALL_FREE  # from scratch
+    stat.write_text(stat_text(idle=120, busy=380))
+    assert free.free_at(AT + 3.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # no tick since: as was
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/stat is Linux's")
+def test_this_machines_cores_are_read() -> None:
+    free = FreeCores()
+    assert free.free_at(time.monotonic()) == ALL_FREE
+    time.sleep(READ_EVERY * 1.5)
+    cores = os.cpu_count() or 1
+    assert 0.0 <= free.free_at(time.monotonic()) <= cores * 1.05
+
+
+def test_busy_cores_charge_compressing(tmp_path: pathlib.Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(stat_text(idle=0, busy=0))
+    use_stat_file(str(stat))
+    assert adaptive.core_charge(AT) == 1.0  # first read: free
+    stat.write_text(stat_text(idle=25, busy=75))  # half a core idle
+    assert adaptive.core_charge(AT + 1.0) == pytest.approx(2.0)
+    assert adaptive.cost_of("lz4", AT + 1.0) == pytest.approx(2.0 * adaptive.costs["lz4"])
+    stat.write_text(stat_text(idle=25, busy=175))  # no core idle
+    assert adaptive.core_charge(AT + 2.0) == adaptive.MAX_CORE_CHARGE
+    stat.write_text(stat_text(idle=225, busy=175))  # both idle: no charge beyond one core
+    assert adaptive.core_charge(AT + 3.0) == 1.0
+
+
+@pytest.mark.skipif(not available_compressions(), reason="needs a compressor")
+def test_busy_cores_compress_where_the_link_is_the_limit_only(tmp_path: pathlib.Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(stat_text(idle=0, busy=0))
+    use_stat_file(str(stat))
+    gigabit, slow = Encoder(compression="adaptive", link=link_of(117e6)), \
+        Encoder(compression="adaptive", link=link_of(1e6))
+    assert compressions(gigabit.dumps({"x": Serialize(SMALL_INTS)})) != [None]  # free
+    # Both cores busy with other work since (and none of it compressing).
+    adaptive.cores.read_at = time.monotonic()
+    adaptive.cores.spent_then = adaptive.cores.spent
+    stat.write_text(stat_text(idle=0, busy=100))
+    time.sleep(READ_EVERY)
+    frames = gigabit.dumps({"x": Serialize(SMALL_INTS)})
+    assert compressions(frames) == [None]
+    assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
+    # A link a hundred times slower is the limit however busy the cores are.
+    assert compressions(slow.dumps({"x": Serialize(SMALL_INTS)})) != [None]
 
 
 def test_what_whole_frames_showed_ages() -> None:

@@ -2,12 +2,14 @@
 sooner, and with which compressor, from the rate the peer takes bytes at (a LinkRate that a
 transport feeds as it sends) and what compressing and inflating cost on this machine
 (timed on the sample that frames.compression takes of each frame anyway, and scaled by
-what whole frames took as they were compressed lately). Sits on arguments.
+what whole frames took as they were compressed lately). Sits on arguments and
+frames.cores.
 
 Model: a message is compressed whole, sent, then inflated whole (nothing overlaps). A frame
 of S bytes sent as it is takes S / L at a link rate of L bytes a second; compressed to
 r * S it takes S * (c + d + r / L), where c and d are the seconds a byte costs to compress
-and to inflate. The cheapest compressor is used when that is under 1 / L by MARGIN. Where
+and to inflate, charged more where the machine's cores are busy with other work
+(core_charge). The cheapest compressor is used when that is under 1 / L by MARGIN. Where
 even a frame that vanished (r = 0) could not pay, no sample is taken: a link faster than
 the compressor (loopback, an unshaped veth pair, often 10 Gbit) pays no tax for the choice.
 """
@@ -17,6 +19,7 @@ import time
 from typing import Final, Optional
 
 from fastser.arguments import check_int
+from fastser.frames.cores import FreeCores
 
 # What a choice must gain: compressed, a frame must take under 1 / MARGIN of its plain time.
 # It keeps a frame whose gain is within the timing noise of a sample from being compressed.
@@ -66,6 +69,13 @@ MAX_SCALE: Final = 16.0
 # samples' price), so a compressor is tried again within a few half-lives, and on a machine
 # that is still busy its next frame puts the scale back up.
 SCALE_HALF_LIFE: Final = 10.0
+# Compressing on busy cores. Where the machine's other work leaves compressing less than a
+# core (frames.cores: the idle cores, and the share of one this process spent compressing),
+# a thread that compresses takes its time from that work, and the link it spares is seldom
+# what the run waits for: each compressor's cost is charged 1 / (the cores left), at most
+# MAX_CORE_CHARGE times, so that a slow link, where compressing pays at any charge, is
+# still compressed (docs/design.md has the lab's figures).
+MAX_CORE_CHARGE: Final = 16.0
 
 
 class LinkRate:
@@ -106,6 +116,8 @@ compress_costs: Final = dict(START_COMPRESS_COSTS)
 frame_scales: Final = {name: 1.0 for name in START_COSTS}
 # When each scale was last moved by a frame (time.monotonic).
 scaled_at: Final = {name: 0.0 for name in START_COSTS}
+# The cores compressing could have to itself.
+cores: Final = FreeCores()
 
 
 def followed(cost: float, sample: float) -> float:
@@ -137,8 +149,11 @@ def counted_frame(name: str, nbytes: int, ratio: float, seconds: float,
                   now: Optional[float] = None) -> None:
     """Let a whole frame of `nbytes`, compressed to `ratio` in `seconds` (wall clock),
     count in the scale of `name`'s cost (SCALE_WEIGHT), at `now` (time.monotonic by
-    default)."""
-    if ratio > COUNTED_RATIO or nbytes <= 0 or not seconds > 0.0:
+    default), and in the time this process spent compressing (core_charge)."""
+    if not seconds > 0.0:
+        return
+    cores.compressed(seconds)
+    if ratio > COUNTED_RATIO or nbytes <= 0:
         return
     if now is None:
         now = time.monotonic()
@@ -150,10 +165,20 @@ def counted_frame(name: str, nbytes: int, ratio: float, seconds: float,
     scaled_at[name] = now
 
 
+def core_charge(now: float) -> float:
+    """What a second of compressing costs at `now`, in seconds, on this machine's cores as
+    busy as they were lately (MAX_CORE_CHARGE)."""
+    free = cores.free_at(now)
+    return 1.0 / min(1.0, max(free, 1.0 / MAX_CORE_CHARGE))
+
+
 def cost_of(name: str, now: Optional[float] = None) -> float:
     """What compressing and inflating a byte with `name` costs (c + d), as samples and
-    whole frames measured it, at `now` (time.monotonic by default)."""
-    return costs[name] * scale_of(name, now)
+    whole frames measured it, on the cores as busy as they are (core_charge), at
+    `now` (time.monotonic by default)."""
+    if now is None:
+        now = time.monotonic()
+    return costs[name] * scale_of(name, now) * core_charge(now)
 
 
 def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:
