@@ -107,10 +107,13 @@ def test_smoke_fastser_transfer_on_1gbit(tmp_path: pathlib.Path) -> None:
         ("1gbit", "transfer-small", "fastser")]
     row = rows[0]
     assert row["median_s"] > 0 and row["ratio_to_tcp"] is None
-    # 16 MB of int64 of small values, compressed as fastser:// ships (adaptive: on 1 Gbit,
-    # lz4 keeps about a third, zstd under a tenth); no faster than 1 Gbit (with a margin
-    # for tbf's bucket, which starts full).
-    assert 0.5e6 <= row["link_mb_s"] * 1e6 * row["median_s"] <= 8e6, output
+    # 2 arrays of 8 MB of int64 of small values, compressed as fastser:// ships: the first
+    # before the link has a rate (as "auto": lz4 keeps about a third, zstd under a tenth);
+    # whether the second is too depends on the link the first measured and on how busy the
+    # machine's cores are (frames.cores), and on 2 cores that run the cluster and the
+    # lab it went either way. At least one compressed: under 12 MB of the 16 crossed; no
+    # faster than 1 Gbit (with a margin for tbf's bucket, which starts full).
+    assert 0.5e6 <= row["link_mb_s"] * 1e6 * row["median_s"] <= 12e6, output
     assert 0 < row["link_fraction"] <= 1.1, output
     assert "fastser compiled" in output or "fastser pure" in output
 
