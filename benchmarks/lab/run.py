@@ -61,11 +61,12 @@ VARIANTS: Final = {
     "fastser-zstd": ("fastser", {COMPRESSION: "False", FASTSER_COMPRESSION: "zstd"}),
     "tls": ("tls", {COMPRESSION: "False"}),
     "fastser-tls": ("fastser-tls", {COMPRESSION: "False"}),
+    "fastser-tls-none": ("fastser-tls", {COMPRESSION: "False", FASTSER_COMPRESSION: "none"}),
 }
 DEFAULT_VARIANTS: Final = ("tcp", "tcp-lz4", "fastser", "fastser-none", "fastser-lz4",
                            "fastser-zstd")
 # The variant a variant is compared with besides tcp: tls:// for the TLS ones.
-BASE: Final = {"tls": "tls", "fastser-tls": "tls"}
+BASE: Final = {"tls": "tls", "fastser-tls": "tls", "fastser-tls-none": "tls"}
 WORKLOADS: Final = ("transfer-random", "transfer-small", "shuffle", "gather", "map")
 ALIASES: Final = {"transfer": ("transfer-random", "transfer-small"), "all": WORKLOADS}
 FIRST_PORT: Final = 8786  # the schedulers', one per variant
