@@ -1,11 +1,10 @@
 """Compression chosen for the link: LinkRate, the cost model, and Encoder(link=...)."""
 
-import os
 import pathlib
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -15,7 +14,8 @@ import fastser
 from fastser import Encoder, LinkRate, Serialize
 from fastser.frames import adaptive
 from fastser.frames.compression import available_compressions
-from fastser.frames.cores import ALL_FREE, FORGOTTEN_AFTER, READ_EVERY, FreeCores, read_idle
+from fastser.frames.cores import (ALL_FREE, FORGOTTEN_AFTER, READ_EVERY, STAT_FILE, FreeCores,
+                                  allowed_cpus, read_idle)
 
 # int64 of small values: lz4 keeps about a third, zstd under a tenth (frames.adaptive).
 SMALL_INTS = np.random.default_rng(3).integers(0, 16, 500_000, dtype=np.int64)
@@ -35,23 +35,24 @@ def fixed_costs() -> Iterator[None]:
     for running, start in starts:
         running.update(start)
     # The machine's own cores read as free (a test that wants them busy gives a file).
-    saved_path = adaptive.cores.path
+    saved_path, saved_cpus = adaptive.cores.path, adaptive.cores.cpus
     use_stat_file(MISSING)
     try:
         yield
     finally:
         for (running, _), kept in zip(starts, saved):
             running.update(kept)
-        use_stat_file(saved_path)
+        use_stat_file(saved_path, saved_cpus)
 
 
 MISSING = "/nonexistent/fastser-test/stat"
 
 
-def use_stat_file(path: str) -> None:
-    """Let adaptive.cores read `path`, from scratch."""
+def use_stat_file(path: str, cpus: Optional[frozenset[int]] = None) -> None:
+    """Let adaptive.cores read `path` (the cores numbered in `cpus`, all where None), from
+    scratch."""
     cores = adaptive.cores
-    cores.path = path
+    cores.path, cores.cpus = path, cpus
     cores.read_at, cores.idle, cores.free = -FORGOTTEN_AFTER, -1, ALL_FREE
 
 
@@ -141,26 +142,26 @@ def test_whole_frames_scale_the_cost_by_what_they_took() -> None:
     # A busy machine: whole frames took 5x their sample price (the compressing thread
     # waited for a core); two of them and lz4 no longer pays on this link.
     for _ in range(2):
-        adaptive.counted_frame("lz4", full, 0.35, full * 5 * sample, now=AT)
+        adaptive.counted_frame("lz4", full, 0.35, full * 5 * sample, 0.0, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(4.0)
     assert adaptive.cost_of("lz4", AT) == pytest.approx(4.0 * adaptive.costs["lz4"])
     assert not adaptive.pays(0.35, adaptive.cost_of("lz4", AT), link)
     assert adaptive.scale_of("zstd", AT) == 1.0  # each compressor its own
     # A small frame counts in proportion; incompressible or untimed ones not at all.
-    adaptive.counted_frame("lz4", full // 4, 0.35, full // 4 * sample, now=AT)
+    adaptive.counted_frame("lz4", full // 4, 0.35, full // 4 * sample, 0.0, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(4.0 + 0.125 * (1.0 - 4.0))
     scale = adaptive.frame_scales["lz4"]
-    adaptive.counted_frame("lz4", full, 0.95, full * sample, now=AT)
-    adaptive.counted_frame("lz4", full, 0.35, 0.0, now=AT)
-    adaptive.counted_frame("lz4", 0, 0.35, 1.0, now=AT)
+    adaptive.counted_frame("lz4", full, 0.95, full * sample, 0.0, now=AT)
+    adaptive.counted_frame("lz4", full, 0.35, 0.0, 0.0, now=AT)
+    adaptive.counted_frame("lz4", 0, 0.35, 1.0, 0.0, now=AT)
     assert adaptive.frame_scales["lz4"] == scale
     # One preempted frame moves it at most to MAX_SCALE, half way.
-    adaptive.counted_frame("lz4", full, 0.35, 1e6, now=AT)
+    adaptive.counted_frame("lz4", full, 0.35, 1e6, 0.0, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(
         scale + adaptive.SCALE_WEIGHT * (adaptive.MAX_SCALE - scale))
     # The idle machine again: the scale comes back.
     for _ in range(20):
-        adaptive.counted_frame("lz4", full, 0.35, full * sample, now=AT)
+        adaptive.counted_frame("lz4", full, 0.35, full * sample, 0.0, now=AT)
     assert adaptive.frame_scales["lz4"] == pytest.approx(1.0, rel=1e-3)
 
 
@@ -220,10 +221,26 @@ def test_free_cores_are_the_idle_ones_and_what_compressing_took(
     assert read_idle(str(stat)) is None  # missing
     stat.write_text(stat_text(idle=100, busy=50, cores=4))
     assert read_idle(str(stat)) == (100, 150, 4)
-    for junk in ("", "intr 1 2\n", "cpu  1 2 x 4 5\ncpu0 1\n", "cpu  1 2\ncpu0 1\n",
-                 "cpu  1 2 3 4 5 6\n", "\x00\xff" * 100):
+    for junk in ("", "intr 1 2\n", "cpu  1 2 x 4 5\ncpu0 1 2 3 4 5\n", "cpu  1 2\ncpu0 1\n",
+                 "cpu  1 2 3 4 5 6\n", "\ncpu0 1\n", "\x00\xff" * 100):
         stat.write_text(junk, encoding="latin-1")
         assert read_idle(str(stat)) is None, junk
+        assert read_idle(str(stat), frozenset({0})) is None, junk
+    # Per core, of those this process may run on; guest time is in user time already;
+    # idle and iowait are free.
+    stat.write_text("cpu  60 0 0 40 0 0 0 0 9 9\n"
+                    "cpu0 10 0 0 10 0 0 0 0 9 9\n"
+                    "cpu1 20 0 0 10 5 0 0 0 0 0\n"
+                    "cpufreq 1 2 3 4 5 6\n"
+                    "cpu3 30 0 0 15 0 0 0 5 0 0\n")
+    assert read_idle(str(stat)) == (40, 100, 3)
+    assert read_idle(str(stat), frozenset({1, 3})) == (30, 85, 2)
+    assert read_idle(str(stat), frozenset({2})) is None  # none of its cores listed
+    # A file longer than is read is cut at its last whole line.
+    many = "".join(f"cpu{n} 1 0 0 1 0 0 0 0 0 0\n" for n in range(40_000))
+    stat.write_text("cpu  0 0 0 0 0 0 0 0 0 0\n" + many)
+    idle, total, counted = read_idle(str(stat), frozenset(range(40_000))) or (0, 0, 0)
+    assert 0 < counted < 40_000 and (idle, total) == (counted, 2 * counted)
     free = FreeCores(str(stat))
     stat.write_text(stat_text(idle=0, busy=0))
     assert free.free_at(AT) == ALL_FREE  # nothing to compare the first read with
@@ -246,15 +263,25 @@ def test_free_cores_are_the_idle_ones_and_what_compressing_took(
     assert free.free_at(AT + 2.5 + FORGOTTEN_AFTER + 1) == ALL_FREE  # from scratch
     stat.write_text(stat_text(idle=120, busy=380))
     assert free.free_at(AT + 3.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # no tick since: as was
+    stat.write_text(stat_text(idle=120, busy=480))
+    assert free.free_at(AT + 3.5 + FORGOTTEN_AFTER + 1) == 0.0
+    # While one thread reads, the others take what was read before.
+    stat.write_text(stat_text(idle=220, busy=480))
+    with free.reading:
+        assert free.free_at(AT + 4.0 + FORGOTTEN_AFTER + 1) == 0.0
+    assert free.free_at(AT + 4.0 + FORGOTTEN_AFTER + 1) == 2.0
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/stat is Linux's")
 def test_this_machines_cores_are_read() -> None:
-    free = FreeCores()
+    cpus = allowed_cpus()
+    if cpus is None or read_idle(STAT_FILE, cpus) is None:
+        pytest.skip("this system's /proc/stat or affinity cannot be read")
+    assert adaptive.cores.cpus is None or adaptive.cores.cpus == cpus
+    free = FreeCores(cpus=cpus)
     assert free.free_at(time.monotonic()) == ALL_FREE
     time.sleep(READ_EVERY * 1.5)
-    cores = os.cpu_count() or 1
-    assert 0.0 <= free.free_at(time.monotonic()) <= cores * 1.05
+    assert 0.0 <= free.free_at(time.monotonic()) <= len(cpus)
 
 
 def test_busy_cores_charge_compressing(tmp_path: pathlib.Path) -> None:
@@ -264,7 +291,10 @@ def test_busy_cores_charge_compressing(tmp_path: pathlib.Path) -> None:
     assert adaptive.core_charge(AT) == 1.0  # first read: free
     stat.write_text(stat_text(idle=25, busy=75))  # half a core idle
     assert adaptive.core_charge(AT + 1.0) == pytest.approx(2.0)
-    assert adaptive.cost_of("lz4", AT + 1.0) == pytest.approx(2.0 * adaptive.costs["lz4"])
+    # Compressing is charged; inflating, on the peer, is not.
+    compressing = adaptive.compress_costs["lz4"]
+    assert adaptive.cost_of("lz4", AT + 1.0) == pytest.approx(
+        adaptive.costs["lz4"] + compressing)
     stat.write_text(stat_text(idle=25, busy=175))  # no core idle
     assert adaptive.core_charge(AT + 2.0) == adaptive.MAX_CORE_CHARGE
     stat.write_text(stat_text(idle=225, busy=175))  # both idle: no charge beyond one core
@@ -278,12 +308,14 @@ def test_busy_cores_compress_where_the_link_is_the_limit_only(tmp_path: pathlib.
     use_stat_file(str(stat))
     gigabit, slow = Encoder(compression="adaptive", link=link_of(117e6)), \
         Encoder(compression="adaptive", link=link_of(1e6))
+    spent = adaptive.cores.spent
     assert compressions(gigabit.dumps({"x": Serialize(SMALL_INTS)})) != [None]  # free
+    assert adaptive.cores.spent > spent  # the CPU time compressing took counts
     # Both cores busy with other work since (and none of it compressing).
     adaptive.cores.read_at = time.monotonic()
     adaptive.cores.spent_then = adaptive.cores.spent
     stat.write_text(stat_text(idle=0, busy=100))
-    time.sleep(READ_EVERY)
+    time.sleep(READ_EVERY * 1.5)
     frames = gigabit.dumps({"x": Serialize(SMALL_INTS)})
     assert compressions(frames) == [None]
     assert np.array_equal(fastser.loads(frames)["x"], SMALL_INTS)
@@ -294,7 +326,7 @@ def test_busy_cores_compress_where_the_link_is_the_limit_only(tmp_path: pathlib.
 def test_what_whole_frames_showed_ages() -> None:
     sample = adaptive.compress_costs["zstd"]
     full = adaptive.FULL_WEIGHT_BYTES
-    adaptive.counted_frame("zstd", full, 0.1, full * 9 * sample, now=100.0)
+    adaptive.counted_frame("zstd", full, 0.1, full * 9 * sample, 0.0, now=100.0)
     assert adaptive.scale_of("zstd", 100.0) == pytest.approx(5.0)
     half = adaptive.SCALE_HALF_LIFE
     assert adaptive.scale_of("zstd", 100.0 + half) == pytest.approx(3.0)
@@ -303,10 +335,10 @@ def test_what_whole_frames_showed_ages() -> None:
         2.0 * adaptive.costs["zstd"])
     # A frame timed later moves the scale from where it had come to: an idle frame after
     # one half-life, half way from 3 to 1.
-    adaptive.counted_frame("zstd", full, 0.1, full * sample, now=100.0 + half)
+    adaptive.counted_frame("zstd", full, 0.1, full * sample, 0.0, now=100.0 + half)
     assert adaptive.scale_of("zstd", 100.0 + half) == pytest.approx(2.0)
     # A scale under 1 (frames cheaper than their samples) comes back up to 1 alike.
-    adaptive.counted_frame("lz4", full, 0.3, full * adaptive.compress_costs["lz4"] / 4,
+    adaptive.counted_frame("lz4", full, 0.3, full * adaptive.compress_costs["lz4"] / 4, 0.0,
                            now=50.0)
     low = adaptive.scale_of("lz4", 50.0)
     assert low == pytest.approx(0.75)  # seen at MIN_SCALE, half way

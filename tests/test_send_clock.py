@@ -126,6 +126,27 @@ def test_overlapping_sends_are_one_stretch_and_failures_count_nothing() -> None:
     assert link.samples == 1
 
 
+def test_kernel_timed_stretches_are_summed_until_busy_long_enough() -> None:
+    # The kernel counts busy time in ticks: 1 MiB stretches on a 1 Gbit link (8 ms each)
+    # read 4, 8 or 12 ms, or none, at 250 Hz. Each alone could be off by half; summed until
+    # busy 40 ms, the ticks a stretch missed or gained even out.
+    link = LinkRate()
+    clock = SendClock(link, None)
+    mib = 1 << 20
+    clock.kernel_timed(mib - 1, 4000)  # too few bytes to say anything of the link
+    clock.kernel_timed(4 * mib, -1)  # a counter that went back
+    readings = [8000, 4000, 0, 12000, 8000, 4000, 8000]  # 44 ms for 7 MiB
+    for busy in readings[:-1]:
+        clock.kernel_timed(mib, busy)
+        assert link.samples == 0
+    clock.kernel_timed(mib, readings[-1])
+    assert link.samples == 1
+    assert link.bytes_per_second == pytest.approx(7 * mib / 0.044)
+    assert clock.acked == clock.busy_microseconds == 0  # from scratch again
+    clock.kernel_timed(8 * mib, send_clock.SUMMED_BUSY_MICROSECONDS)
+    assert link.samples == 2
+
+
 def test_one_link_per_host_and_a_bounded_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert link_to("10.0.0.1") is link_to("10.0.0.1")
     assert link_to("10.0.0.1") is not link_to("10.0.0.2")

@@ -19,7 +19,7 @@ import time
 from typing import Final, Optional
 
 from fastser.arguments import check_int
-from fastser.frames.cores import FreeCores
+from fastser.frames.cores import FreeCores, allowed_cpus
 
 # What a choice must gain: compressed, a frame must take under 1 / MARGIN of its plain time.
 # It keeps a frame whose gain is within the timing noise of a sample from being compressed.
@@ -72,9 +72,9 @@ SCALE_HALF_LIFE: Final = 10.0
 # Compressing on busy cores. Where the machine's other work leaves compressing less than a
 # core (frames.cores: the idle cores, and the share of one this process spent compressing),
 # a thread that compresses takes its time from that work, and the link it spares is seldom
-# what the run waits for: each compressor's cost is charged 1 / (the cores left), at most
-# MAX_CORE_CHARGE times, so that a slow link, where compressing pays at any charge, is
-# still compressed (docs/design.md has the lab's figures).
+# what the run waits for: compressing (not the peer's inflating) is charged 1 / (the cores
+# left), at most MAX_CORE_CHARGE times, so that a slow link, where compressing pays at any
+# charge, is still compressed (docs/design.md has the lab's figures).
 MAX_CORE_CHARGE: Final = 16.0
 
 
@@ -116,8 +116,9 @@ compress_costs: Final = dict(START_COMPRESS_COSTS)
 frame_scales: Final = {name: 1.0 for name in START_COSTS}
 # When each scale was last moved by a frame (time.monotonic).
 scaled_at: Final = {name: 0.0 for name in START_COSTS}
-# The cores compressing could have to itself.
-cores: Final = FreeCores()
+# The cores compressing could have to itself: those this process may run on (its affinity
+# as it was imported).
+cores: Final = FreeCores(cpus=allowed_cpus())
 
 
 def followed(cost: float, sample: float) -> float:
@@ -145,14 +146,15 @@ def scale_of(name: str, now: Optional[float] = None) -> float:
     return 1.0 + (scale - 1.0) * math.pow(0.5, age / SCALE_HALF_LIFE)
 
 
-def counted_frame(name: str, nbytes: int, ratio: float, seconds: float,
+def counted_frame(name: str, nbytes: int, ratio: float, seconds: float, cpu_seconds: float,
                   now: Optional[float] = None) -> None:
     """Let a whole frame of `nbytes`, compressed to `ratio` in `seconds` (wall clock),
     count in the scale of `name`'s cost (SCALE_WEIGHT), at `now` (time.monotonic by
-    default), and in the time this process spent compressing (core_charge)."""
+    default), and the `cpu_seconds` its thread spent on it in what this process spent
+    compressing (core_charge)."""
+    cores.compressed(cpu_seconds)
     if not seconds > 0.0:
         return
-    cores.compressed(seconds)
     if ratio > COUNTED_RATIO or nbytes <= 0:
         return
     if now is None:
@@ -174,11 +176,12 @@ def core_charge(now: float) -> float:
 
 def cost_of(name: str, now: Optional[float] = None) -> float:
     """What compressing and inflating a byte with `name` costs (c + d), as samples and
-    whole frames measured it, on the cores as busy as they are (core_charge), at
-    `now` (time.monotonic by default)."""
+    whole frames measured it, compressing charged for the cores as busy as they are
+    (core_charge; the peer inflates on its own), at `now` (time.monotonic by default)."""
     if now is None:
         now = time.monotonic()
-    return costs[name] * scale_of(name, now) * core_charge(now)
+    compressing = compress_costs[name]
+    return scale_of(name, now) * (compressing * core_charge(now) + costs[name] - compressing)
 
 
 def worth_sampling(names: tuple[str, ...], link: LinkRate) -> bool:

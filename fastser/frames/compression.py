@@ -237,9 +237,10 @@ def adaptive_compress(frame: Frame, names: tuple[str, ...],
                 best, best_time = name, spent
     if best is None:
         return None, frame
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.thread_time()
     compressed = compress(best, view)
-    counted_frame(best, size, len(compressed) / size, time.perf_counter() - start)
+    counted_frame(best, size, len(compressed) / size, time.perf_counter() - start,
+                  time.thread_time() - start_cpu)
     if len(compressed) >= size:
         return None, frame
     return best, compressed

@@ -5,13 +5,14 @@ keeps one LinkRate per peer host. Sits on frames.adaptive.
 A timed stretch runs from the moment a large send is queued while none is pending to the
 moment the transport's own buffer has handed the last queued byte to the kernel. On Linux
 the kernel times it: the bytes the peer acknowledged over the time the connection was busy
-sending (TCP_INFO), which counts neither the time this process took to hand the kernel more
-(a busy event loop comes back to a send late: in the lab's CPU-bound shuffle, timing by our
-own clock read a 1 Gbit link at 2-60 MB/s) nor the bytes the kernel's send buffer still
-holds. Elsewhere the stretch is timed by our clock, and the bytes counted are those queued,
-less what the kernel's buffer held at the end more than at the start where TIOCOUTQ says so
-(without it every queued byte counts, which overstates the rate of a link slower than the
-sends by up to the kernel's buffer a stretch).
+sending (TCP_INFO; summed over stretches until they were busy 40 ms, as the kernel counts
+that time in ticks of a few milliseconds), which counts neither the time this process took
+to hand the kernel more (a busy event loop comes back to a send late: in the lab's CPU-bound
+shuffle, timing by our own clock read a 1 Gbit link at 2-60 MB/s) nor the bytes the kernel's
+send buffer still holds. Elsewhere the stretch is timed by our clock, and the bytes counted
+are those queued, less what the kernel's buffer held at the end more than at the start where
+TIOCOUTQ says so (without it every queued byte counts, which overstates the rate of a link
+slower than the sends by up to the kernel's buffer a stretch).
 """
 
 import socket
@@ -42,6 +43,10 @@ TCP_INFO: Final = getattr(socket, "TCP_INFO", -1)
 BYTES_ACKED_AT: Final = 120
 BUSY_TIME_AT: Final = 168
 TCP_INFO_BYTES: Final = 176
+# The kernel counts busy time in ticks of its clock (4 ms at 250 Hz, 10 ms at 100 Hz), so
+# one stretch's reading can be off by a tick either way (a 1 MiB stretch on 1 Gbit lasts
+# 8 ms). Stretches are summed until the sum was busy this long (microseconds).
+SUMMED_BUSY_MICROSECONDS: Final = 40_000
 
 
 def unsent_bytes(fileno: int) -> int:
@@ -94,6 +99,9 @@ class SendClock:
         self.unsent_at_start = 0
         self.record_at_start: Optional[tuple[int, int]] = None
         self.failed = False
+        # What the kernel counted over the stretches not yet told to the link.
+        self.acked = 0
+        self.busy_microseconds = 0
 
     def queued(self, nbytes: int) -> None:
         if self.pending == 0:
@@ -118,13 +126,23 @@ class SendClock:
         first = self.record_at_start
         record = sending_record(self.sock) if first is not None else None
         if first is not None and record is not None:
-            left = record[0] - first[0]
-            seconds = (record[1] - first[1]) / 1e6
-        else:
-            left = self.queued_bytes + self.unsent_at_start - \
-                unsent_bytes(socket_fileno(self.sock))
+            self.kernel_timed(record[0] - first[0], record[1] - first[1])
+            return
+        left = self.queued_bytes + self.unsent_at_start - unsent_bytes(socket_fileno(self.sock))
         if left >= COUNTED_BYTES and seconds > 0.0:
             self.link.sent(left, seconds)
+
+    def kernel_timed(self, acked: int, busy_microseconds: int) -> None:
+        """Count a stretch in which the peer acknowledged `acked` bytes over
+        `busy_microseconds` busy, as the kernel counted them; tell the link once the
+        stretches summed were busy SUMMED_BUSY_MICROSECONDS."""
+        if acked < COUNTED_BYTES or busy_microseconds < 0:
+            return
+        self.acked += acked
+        self.busy_microseconds += busy_microseconds
+        if self.busy_microseconds >= SUMMED_BUSY_MICROSECONDS:
+            self.link.sent(self.acked, self.busy_microseconds / 1e6)
+            self.acked = self.busy_microseconds = 0
 
 
 # One LinkRate per peer host, oldest first.
