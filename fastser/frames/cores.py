@@ -54,8 +54,12 @@ def read_idle(path: str, cpus: Optional[frozenset[int]] = None) -> Optional[tupl
     idle = total = cores = 0
     summary: Optional[tuple[int, int]] = None
     for line in text.decode("ascii", "replace").splitlines():
+        if not line.startswith("cpu"):
+            if summary is not None or cores:
+                break  # past the cpu lines (the long intr line comes next)
+            continue
         fields = line.split()
-        if len(fields) < 6 or not fields[0].startswith("cpu"):
+        if len(fields) < 6:
             continue
         number = fields[0][3:]
         if number and not number.isdigit():
