@@ -253,23 +253,27 @@ def test_free_cores_are_the_idle_ones_and_what_compressing_took(
     stat.write_text(stat_text(idle=120, busy=80))
     assert free.free_at(AT + 0.5 + READ_EVERY / 2) == pytest.approx(0.6)  # not read again
     assert free.free_at(AT + 1.0) == pytest.approx(2.0)  # all idle since
-    stat.write_text(stat_text(idle=120, busy=180))
-    assert free.free_at(AT + 1.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # too long ago to say
-    stat.write_text(stat_text(idle=120, busy=280))
+    stat.write_text(stat_text(idle=220, busy=280))
+    # Too long ago to say (the pause reads as idle): what was read last stands.
+    assert free.free_at(AT + 1.0 + FORGOTTEN_AFTER + 1) == pytest.approx(2.0)
+    stat.write_text(stat_text(idle=220, busy=380))
     assert free.free_at(AT + 1.5 + FORGOTTEN_AFTER + 1) == 0.0  # busy since
+    stat.write_text(stat_text(idle=320, busy=480))
+    assert free.free_at(AT + 3.0 + 2 * FORGOTTEN_AFTER) == 0.0  # a pause: busy as last read
+    later = AT + 3 * FORGOTTEN_AFTER
     stat.unlink()
-    assert free.free_at(AT + 2.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # gone: unknown
+    assert free.free_at(later) == ALL_FREE  # gone: unknown
     stat.write_text(stat_text(idle=120, busy=380))
-    assert free.free_at(AT + 2.5 + FORGOTTEN_AFTER + 1) == ALL_FREE  # from scratch
+    assert free.free_at(later + 0.5) == ALL_FREE  # from scratch
     stat.write_text(stat_text(idle=120, busy=380))
-    assert free.free_at(AT + 3.0 + FORGOTTEN_AFTER + 1) == ALL_FREE  # no tick since: as was
+    assert free.free_at(later + 1.0) == ALL_FREE  # no tick since: as was
     stat.write_text(stat_text(idle=120, busy=480))
-    assert free.free_at(AT + 3.5 + FORGOTTEN_AFTER + 1) == 0.0
+    assert free.free_at(later + 1.5) == 0.0
     # While one thread reads, the others take what was read before.
     stat.write_text(stat_text(idle=220, busy=480))
     with free.reading:
-        assert free.free_at(AT + 4.0 + FORGOTTEN_AFTER + 1) == 0.0
-    assert free.free_at(AT + 4.0 + FORGOTTEN_AFTER + 1) == 2.0
+        assert free.free_at(later + 2.0) == 0.0
+    assert free.free_at(later + 2.0) == 2.0
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/stat is Linux's")

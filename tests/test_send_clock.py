@@ -135,16 +135,27 @@ def test_kernel_timed_stretches_are_summed_until_busy_long_enough() -> None:
     mib = 1 << 20
     clock.kernel_timed(mib - 1, 4000)  # too few bytes to say anything of the link
     clock.kernel_timed(4 * mib, -1)  # a counter that went back
+    # A link without a rate takes the first reading that has a busy time at all: until it
+    # has one, frames are compressed blindly.
+    clock.kernel_timed(mib, 0)
+    assert link.samples == 0
+    clock.kernel_timed(mib, 4000)
+    assert link.samples == 1
+    assert link.bytes_per_second == pytest.approx(2 * mib / 0.004)
+    link = clock.link = LinkRate()
+    link.sent(7 * mib, 1.0)  # a rate already: readings are summed
     readings = [8000, 4000, 0, 12000, 8000, 4000, 8000]  # 44 ms for 7 MiB
     for busy in readings[:-1]:
         clock.kernel_timed(mib, busy)
-        assert link.samples == 0
+        assert link.samples == 1
     clock.kernel_timed(mib, readings[-1])
-    assert link.samples == 1
-    assert link.bytes_per_second == pytest.approx(7 * mib / 0.044)
+    assert link.samples == 2
+    # Half way from 7 MiB/s to what the summed readings say (RATE_WEIGHT, 7 MiB sends).
+    summed = 7 * mib / 0.044
+    assert link.bytes_per_second == pytest.approx(7 * mib + 0.5 * 7 / 8 * (summed - 7 * mib))
     assert clock.acked == clock.busy_microseconds == 0  # from scratch again
     clock.kernel_timed(8 * mib, send_clock.SUMMED_BUSY_MICROSECONDS)
-    assert link.samples == 2
+    assert link.samples == 3
 
 
 def test_one_link_per_host_and_a_bounded_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,8 +20,10 @@ STAT_FILE: Final = "/proc/stat"
 # Read at most this often (seconds): a read costs tens of microseconds, a sampled frame is
 # 10 kB and up, and the kernel counts in ticks of 10 ms, so a shorter window says little.
 READ_EVERY: Final = 0.25
-# Past this (seconds) since the previous read, the cores are read as free until the next
-# read: what they did then says nothing of now.
+# Past this (seconds) since the previous read, the ticks since say nothing of now (a pause
+# reads as idle cores): the last share read stands until the next read. A run of frames
+# after a pause (a shuffle's next round) is priced as the cores were when the last one
+# ended, not as idle: those were busy if it was.
 FORGOTTEN_AFTER: Final = 10.0
 # The cpu lines come first: a machine of 2,000 cores has them in this much (a longer file is
 # cut at its last whole line).
@@ -86,9 +88,9 @@ def read_idle(path: str, cpus: Optional[frozenset[int]] = None) -> Optional[tupl
 
 class FreeCores:
     """The cores compressing could have had over the last moments, as of the latest read
-    of `path` (of the cores numbered in `cpus`, all where None); ALL_FREE while nothing
-    can be read. Compressing threads and the event loop ask it at once: one reads, the
-    others take what was read before."""
+    of `path` (of the cores numbered in `cpus`, all where None); ALL_FREE until two reads
+    could be compared, and while nothing can be read. Compressing threads and the event
+    loop ask it at once: one reads, the others take what was read before."""
 
     def __init__(self, path: str = STAT_FILE, cpus: Optional[frozenset[int]] = None) -> None:
         self.path = path
@@ -121,8 +123,10 @@ class FreeCores:
     def read(self, now: float) -> float:
         elapsed = now - self.read_at
         reading = read_idle(self.path, self.cpus)
-        if reading is None or self.idle < 0 or elapsed > FORGOTTEN_AFTER:
+        if reading is None:
             self.free = ALL_FREE
+        elif self.idle < 0 or elapsed > FORGOTTEN_AFTER:
+            pass  # nothing to compare with, or too long ago: as was
         else:
             idle, total, cores = reading
             ticks = total - self.total

@@ -5,14 +5,14 @@ keeps one LinkRate per peer host. Sits on frames.adaptive.
 A timed stretch runs from the moment a large send is queued while none is pending to the
 moment the transport's own buffer has handed the last queued byte to the kernel. On Linux
 the kernel times it: the bytes the peer acknowledged over the time the connection was busy
-sending (TCP_INFO; summed over stretches until they were busy 40 ms, as the kernel counts
-that time in ticks of a few milliseconds), which counts neither the time this process took
-to hand the kernel more (a busy event loop comes back to a send late: in the lab's CPU-bound
-shuffle, timing by our own clock read a 1 Gbit link at 2-60 MB/s) nor the bytes the kernel's
-send buffer still holds. Elsewhere the stretch is timed by our clock, and the bytes counted
-are those queued, less what the kernel's buffer held at the end more than at the start where
-TIOCOUTQ says so (without it every queued byte counts, which overstates the rate of a link
-slower than the sends by up to the kernel's buffer a stretch).
+sending (TCP_INFO; summed over stretches until they were busy 40 ms, but the first at once,
+as the kernel counts that time in ticks of a few milliseconds), which counts neither the
+time this process took to hand the kernel more (a busy event loop comes back to a send late:
+in the lab's CPU-bound shuffle, timing by our own clock read a 1 Gbit link at 2-60 MB/s) nor
+the bytes the kernel's send buffer still holds. Elsewhere the stretch is timed by our clock,
+and the bytes counted are those queued, less what the kernel's buffer held at the end more
+than at the start where TIOCOUTQ says so (without it every queued byte counts, which
+overstates the rate of a link slower than the sends by up to the kernel's buffer a stretch).
 """
 
 import socket
@@ -135,12 +135,16 @@ class SendClock:
     def kernel_timed(self, acked: int, busy_microseconds: int) -> None:
         """Count a stretch in which the peer acknowledged `acked` bytes over
         `busy_microseconds` busy, as the kernel counted them; tell the link once the
-        stretches summed were busy SUMMED_BUSY_MICROSECONDS."""
+        stretches summed were busy SUMMED_BUSY_MICROSECONDS, or at once while it has no
+        rate: until it has one, frames are compressed as "auto" does, which a fast link
+        whose sends are few and short (a shuffle's, on veth: a few 2 MiB messages a
+        round) pays for in CPU, so a rough first rate beats none."""
         if acked < COUNTED_BYTES or busy_microseconds < 0:
             return
         self.acked += acked
         self.busy_microseconds += busy_microseconds
-        if self.busy_microseconds >= SUMMED_BUSY_MICROSECONDS:
+        first = self.link.bytes_per_second == 0.0 and self.busy_microseconds > 0
+        if first or self.busy_microseconds >= SUMMED_BUSY_MICROSECONDS:
             self.link.sent(self.acked, self.busy_microseconds / 1e6)
             self.acked = self.busy_microseconds = 0
 
