@@ -133,7 +133,8 @@ def test_kernel_timed_stretches_are_summed_until_busy_long_enough() -> None:
     link = LinkRate()
     clock = SendClock(link, None)
     mib = 1 << 20
-    clock.kernel_timed(mib - 1, 4000)  # too few bytes to say anything of the link
+    # Too few bytes to say anything of the link.
+    clock.kernel_timed(send_clock.KERNEL_COUNTED_BYTES - 1, 4000)
     clock.kernel_timed(4 * mib, -1)  # a counter that went back
     # A link without a rate takes the first reading that has a busy time at all: until it
     # has one, frames are compressed blindly.
@@ -156,6 +157,10 @@ def test_kernel_timed_stretches_are_summed_until_busy_long_enough() -> None:
     assert clock.acked == clock.busy_microseconds == 0  # from scratch again
     clock.kernel_timed(8 * mib, send_clock.SUMMED_BUSY_MICROSECONDS)
     assert link.samples == 3
+    # Compressed messages make short stretches: they count, summed.
+    for _ in range(10):
+        clock.kernel_timed(send_clock.KERNEL_COUNTED_BYTES, 4000)
+    assert link.samples == 4
 
 
 def test_one_link_per_host_and_a_bounded_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,12 @@ TIMED_BYTES: Final = 1 << 18
 # A stretch in which fewer bytes left says little of the link (the kernel's and the path's
 # queues took them at once); the LinkRate weighs larger ones more (frames.adaptive).
 COUNTED_BYTES: Final = 1 << 20
+# ... where the kernel times it: what it counts as acknowledged has left the queues, so a
+# shorter stretch counts too (summed, SUMMED_BUSY_MICROSECONDS). It must: a link without a
+# rate is compressed as "auto" does, and a shuffle's messages of 1-2 MiB, compressed, fall
+# under COUNTED_BYTES, so the link would never get a rate (in the lab a worker sent a
+# whole 1 Gbit shuffle compressed that way, each round).
+KERNEL_COUNTED_BYTES: Final = TIMED_BYTES // 2
 # Peer hosts remembered; the oldest is forgotten past this (a host's link is measured again
 # within a few large sends).
 MAX_HOSTS: Final = 4096
@@ -139,7 +145,7 @@ class SendClock:
         rate: until it has one, frames are compressed as "auto" does, which a fast link
         whose sends are few and short (a shuffle's, on veth: a few 2 MiB messages a
         round) pays for in CPU, so a rough first rate beats none."""
-        if acked < COUNTED_BYTES or busy_microseconds < 0:
+        if acked < KERNEL_COUNTED_BYTES or busy_microseconds < 0:
             return
         self.acked += acked
         self.busy_microseconds += busy_microseconds
