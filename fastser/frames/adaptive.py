@@ -153,9 +153,7 @@ def counted_frame(name: str, nbytes: int, ratio: float, seconds: float, cpu_seco
     default), and the `cpu_seconds` its thread spent on it in what this process spent
     compressing (core_charge)."""
     cores.compressed(cpu_seconds)
-    if not seconds > 0.0:
-        return
-    if ratio > COUNTED_RATIO or nbytes <= 0:
+    if ratio > COUNTED_RATIO or nbytes <= 0 or not seconds > 0.0:
         return
     if now is None:
         now = time.monotonic()

@@ -13,6 +13,10 @@ the bytes the kernel's send buffer still holds. Elsewhere the stretch is timed b
 and the bytes counted are those queued, less what the kernel's buffer held at the end more
 than at the start where TIOCOUTQ says so (without it every queued byte counts, which
 overstates the rate of a link slower than the sends by up to the kernel's buffer a stretch).
+
+What a peer controls here is how fast it acknowledges. Reading slowly makes its link look
+slow, so this process compresses more of what it sends that peer: at worst each frame once,
+as "auto" would, in time and nothing more in memory (a clock holds two counters).
 """
 
 import socket
